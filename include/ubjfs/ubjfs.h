@@ -1,0 +1,373 @@
+/*
+ * ubjfs/ubjfs.h -- the ubjfs file system library.
+ *
+ * An inode-number based API in the shape of FUSE's low-level operations
+ * (include/fuse_lowlevel.h), with POSIX/Linux semantics and Linux's error
+ * codes, plus path helpers for tools and tests.
+ *
+ * Conventions
+ *  - Every function returns 0 (or a non-negative count) on success and a
+ *    negative errno on failure; ubj_errormsg() then holds a one-line
+ *    message for this thread (PMDK's pmem_errormsg()).
+ *  - Sizes and offsets are bytes; times are struct timespec (ns resolution).
+ *  - Names are one path component: 1..255 bytes, no '/', no NUL; "." and
+ *    ".." are handled as the kernel's VFS would (see each function).
+ *  - Permission checks are the caller's job (as with FUSE's
+ *    default_permissions): the library checks types and existence only.
+ *  - Thread-safety: every function on a mounted `struct ubj_fs` may be
+ *    called from several threads at once (one lock per mount serialises the
+ *    file-system operations; see docs/DESIGN.md).
+ */
+#ifndef UBJFS_UBJFS_H
+#define UBJFS_UBJFS_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+#include "ubjfs/bdev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint64_t ubj_ino_t;
+#define UBJ_ROOT_INO 1u
+#define UBJ_NAME_MAX 255u       /* bytes in one name */
+#define UBJ_SYMLINK_MAX 4095u   /* bytes in a symlink target */
+#define UBJ_MAX_FILE_SIZE (1ULL << 44) /* 16 TiB: 2^32 blocks of 4 KiB */
+
+/* ubj_errormsg -- the last error message of this thread ("" if none). */
+const char *ubj_errormsg(void);
+
+/* ---- format and mount -------------------------------------------------- */
+
+/* Consistency modes (docs/DESIGN.md); each is a src/txn/ ops table. */
+#define UBJ_MODE_NONE "none"
+
+struct ubj_format_opts {
+    uint64_t inodes;      /* inode count; 0 = one per 16 KiB, min 64 */
+    const char *mode;     /* default consistency mode recorded; NULL = "none" */
+    uint8_t uuid[16];     /* all zero = random */
+    const char *label;    /* up to 31 bytes; NULL = none */
+    unsigned flags;       /* UBJ_FORMAT_* */
+};
+/* The device already reads as zeros (a new or freshly truncated file):
+ * skip zeroing the inode table (ext4's lazy_itable_init).  Without it,
+ * ubj_format writes zeros over the whole inode table. */
+#define UBJ_FORMAT_ZEROED 0x1u
+
+/*
+ * ubj_format -- write an empty file system over the whole device (mkfs).
+ * Returns 0; -EINVAL for a device smaller than 1 MiB (256 blocks) or a bad
+ * option; -EFBIG for more than 2^40 blocks; -ENOSPC when the inode tables
+ * leave no data blocks; or the device's error (-EIO).  Not thread-safe with
+ * respect to other users of the device.  Source: mke2fs.
+ */
+int ubj_format(struct ubj_bdev *dev, const struct ubj_format_opts *opts);
+
+#define UBJ_MOUNT_RDONLY   0x1u  /* refuse every change with -EROFS */
+#define UBJ_MOUNT_NO_TIMER 0x2u  /* no background commit/write-back thread */
+
+struct ubj_config {
+    uint32_t version;             /* 0 */
+    const char *mode;             /* NULL = the mode recorded by mkfs */
+    uint32_t cache_blocks;        /* buffers; 0 = 16384 (64 MiB), min 64 */
+    uint32_t commit_interval_ms;  /* 0 = 5000 */
+    unsigned flags;               /* UBJ_MOUNT_* */
+};
+
+struct ubj_fs;
+
+/*
+ * ubj_mount -- mount the file system on `dev` (which the mount does not
+ * own: destroy it after ubj_unmount).  cfg may be NULL for defaults.
+ * Returns 0 and *out, or -EINVAL (bad config, unknown mode), -EUCLEAN
+ * (corrupt or foreign image: bad magic, checksum, geometry), -EFBIG (image
+ * larger than the device: truncated), -EROFS, -ENOMEM, -EIO.  The message
+ * names the problem in one line.
+ */
+int ubj_mount(struct ubj_bdev *dev, const struct ubj_config *cfg,
+              struct ubj_fs **out);
+
+/*
+ * ubj_unmount -- commit, write back every dirty buffer, flush the device
+ * and free the mount.  Files still open are closed (their orphans freed).
+ * Returns 0 or the first error seen (-EIO); the mount is freed either way.
+ */
+int ubj_unmount(struct ubj_fs *fs);
+
+/* ---- attributes -------------------------------------------------------- */
+
+struct ubj_stat {
+    ubj_ino_t ino;
+    uint32_t mode;        /* S_IFMT | permission bits */
+    uint32_t nlink;
+    uint32_t uid, gid;
+    uint64_t rdev;
+    uint64_t size;        /* bytes */
+    uint64_t blocks;      /* 512-byte units allocated (st_blocks) */
+    uint32_t blksize;     /* 4096 */
+    uint64_t generation;
+    struct timespec atime, mtime, ctime, crtime;
+};
+
+/* ubj_stat_to_posix -- copy into a struct stat (st_dev = 0). */
+struct stat;
+void ubj_stat_to_posix(const struct ubj_stat *in, struct stat *out);
+
+/* Which fields ubj_setattr changes (FUSE_SET_ATTR_* have the same roles). */
+#define UBJ_SET_MODE      0x01u
+#define UBJ_SET_UID       0x02u
+#define UBJ_SET_GID       0x04u
+#define UBJ_SET_SIZE      0x08u
+#define UBJ_SET_ATIME     0x10u
+#define UBJ_SET_MTIME     0x20u
+#define UBJ_SET_ATIME_NOW 0x40u
+#define UBJ_SET_MTIME_NOW 0x80u
+#define UBJ_SET_CTIME     0x100u
+
+struct ubj_setattr {
+    unsigned valid;       /* UBJ_SET_* */
+    uint32_t mode;        /* permission bits only (07777); type is kept */
+    uint32_t uid, gid;
+    uint64_t size;        /* bytes; truncate or extend (sparse) */
+    struct timespec atime, mtime, ctime;
+};
+
+struct ubj_cred { uint32_t uid, gid; };  /* owner of new inodes; NULL = 0:0 */
+
+/* ubj_getattr -- attributes of `ino`.  -ENOENT if it is not in use. */
+int ubj_getattr(struct ubj_fs *fs, ubj_ino_t ino, struct ubj_stat *st);
+
+/*
+ * ubj_setattr -- chmod/chown/truncate/utimens (POSIX chmod(), chown(),
+ * truncate(), utimensat()).  ctime is set to now for any change; a size
+ * change also sets mtime.  chown clears S_ISUID/S_ISGID on regular files.
+ * Returns 0 and the new attributes in *st (may be NULL); -ENOENT; -EISDIR
+ * (size on a directory); -EINVAL (size on a non-regular file); -EFBIG
+ * (size > UBJ_MAX_FILE_SIZE); -ENOSPC; -EROFS; -EIO.
+ */
+int ubj_setattr(struct ubj_fs *fs, ubj_ino_t ino, const struct ubj_setattr *sa,
+                struct ubj_stat *st);
+
+/* ---- namespace --------------------------------------------------------- */
+
+/*
+ * ubj_lookup -- the inode named `name` in directory `parent`; "." and ".."
+ * are resolved.  Returns 0 and *st; -ENOENT; -ENOTDIR (parent not a
+ * directory); -ENAMETOOLONG; -EINVAL (empty name or containing '/').
+ */
+int ubj_lookup(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
+               struct ubj_stat *st);
+
+/*
+ * ubj_mknod -- create a node of type mode & S_IFMT (S_IFREG, S_IFIFO,
+ * S_IFCHR, S_IFBLK, S_IFSOCK; S_IFREG if 0) in `parent` (POSIX mknod()).
+ * A new inode inherits the parent's gid when the parent has S_ISGID.
+ * Returns 0 and *st (may be NULL); -EEXIST (name in use, any type);
+ * -ENOENT (parent gone); -ENOTDIR; -ENAMETOOLONG; -EINVAL (bad name or
+ * type); -ENOSPC (no inode or block); -EMLINK; -EROFS; -EIO.
+ */
+int ubj_mknod(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
+              uint32_t mode, uint64_t rdev, const struct ubj_cred *cred,
+              struct ubj_stat *st);
+
+/* ubj_create -- ubj_mknod of a regular file (open(O_CREAT|O_EXCL)). */
+int ubj_create(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
+               uint32_t mode, const struct ubj_cred *cred, struct ubj_stat *st);
+
+/* ubj_mkdir -- POSIX mkdir(); errors as ubj_mknod, plus -EMLINK when the
+ * parent's link count would overflow. */
+int ubj_mkdir(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
+              uint32_t mode, const struct ubj_cred *cred, struct ubj_stat *st);
+
+/*
+ * ubj_unlink -- remove a non-directory name (POSIX unlink()).  The inode is
+ * freed at its last link and last close.  -ENOENT; -EISDIR (a directory:
+ * Linux's error); -ENOTDIR; -EINVAL ("." or ".."); -EROFS; -EIO.
+ */
+int ubj_unlink(struct ubj_fs *fs, ubj_ino_t parent, const char *name);
+
+/*
+ * ubj_rmdir -- remove an empty directory (POSIX rmdir()).  -ENOENT;
+ * -ENOTDIR (not a directory); -ENOTEMPTY; -EINVAL (name "."); -EBUSY
+ * (the root); -ENOTEMPTY for ".." (Linux); -EROFS; -EIO.
+ */
+int ubj_rmdir(struct ubj_fs *fs, ubj_ino_t parent, const char *name);
+
+#define UBJ_RENAME_NOREPLACE 0x1u  /* renameat2 RENAME_NOREPLACE */
+#define UBJ_RENAME_EXCHANGE  0x2u  /* renameat2 RENAME_EXCHANGE */
+
+/*
+ * ubj_rename -- rename(2)/renameat2(2).  Atomic with respect to every
+ * other operation of this mount.  Replacing: a file over a file, an empty
+ * directory over an empty directory.  Renaming a name onto a hard link of
+ * the same inode does nothing and returns 0.
+ * Returns 0; -ENOENT (old missing); -EEXIST (NOREPLACE and new exists);
+ * -ENOTEMPTY (new is a non-empty directory); -EISDIR (old a file, new a
+ * directory); -ENOTDIR (old a directory, new not); -EINVAL (moving a
+ * directory into itself or a descendant, both flags, a bad flag, "." or
+ * ".." as a name); -ENOENT (EXCHANGE and new missing); -EMLINK; -EROFS; -EIO.
+ */
+int ubj_rename(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
+               ubj_ino_t newparent, const char *newname, unsigned flags);
+
+/*
+ * ubj_link -- a hard link `newname` in `newparent` to `ino` (POSIX link()).
+ * -EPERM (ino is a directory); -EEXIST; -EMLINK (65000 links); -ENOENT
+ * (ino unlinked: nlink 0); other errors as ubj_mknod.
+ */
+int ubj_link(struct ubj_fs *fs, ubj_ino_t ino, ubj_ino_t newparent,
+             const char *newname, struct ubj_stat *st);
+
+/*
+ * ubj_symlink -- create symlink `name` in `parent` pointing at `target`
+ * (1..4095 bytes, any bytes but NUL).  -ENAMETOOLONG (target too long);
+ * -ENOENT (empty target); other errors as ubj_mknod.
+ */
+int ubj_symlink(struct ubj_fs *fs, const char *target, ubj_ino_t parent,
+                const char *name, const struct ubj_cred *cred,
+                struct ubj_stat *st);
+
+/*
+ * ubj_readlink -- copy the target of symlink `ino` into buf (not
+ * NUL-terminated, truncated to size as readlink(2)).  Returns the number of
+ * bytes copied; -EINVAL (not a symlink); -ENOENT; -EIO.
+ */
+ssize_t ubj_readlink(struct ubj_fs *fs, ubj_ino_t ino, char *buf, size_t size);
+
+/*
+ * ubj_readdir -- list directory `ino` from position `cookie` (0 = start).
+ * For each entry, `fill` is called with its name (not NUL-terminated),
+ * inode, type (DT_* of <dirent.h>) and the cookie that resumes after it;
+ * returning non-zero stops the listing.  "." and ".." come first.  Cookies
+ * are stable: an entry present for the whole listing is returned exactly
+ * once however many entries are created or removed in between (they are
+ * hash keys, as ext4's htree telldir cookies).  Returns 0; -ENOTDIR;
+ * -ENOENT; -EIO.  `fill` must not call back into this mount.
+ */
+typedef int (*ubj_filldir_t)(void *ctx, const char *name, size_t namelen,
+                             ubj_ino_t ino, unsigned type, uint64_t next_cookie);
+int ubj_readdir(struct ubj_fs *fs, ubj_ino_t ino, uint64_t cookie,
+                ubj_filldir_t fill, void *ctx);
+
+/* ---- files ------------------------------------------------------------- */
+
+/*
+ * ubj_open -- take an open reference on `ino` (any type).  An inode with
+ * open references outlives its last unlink until ubj_release.  With
+ * O_TRUNC on a regular file, truncates it to 0.  Returns 0; -ENOENT;
+ * -EISDIR (O_WRONLY/O_RDWR on a directory); -EROFS.
+ */
+int ubj_open(struct ubj_fs *fs, ubj_ino_t ino, int flags);
+
+/* ubj_release -- drop an open reference; frees an unlinked inode at zero.
+ * Returns 0, -EINVAL (no reference held), -EIO. */
+int ubj_release(struct ubj_fs *fs, ubj_ino_t ino);
+
+/*
+ * ubj_pread -- read up to `size` bytes at `off` (POSIX pread()).  Holes
+ * read as zeros.  Returns the bytes read (0 at or past EOF); -EISDIR;
+ * -EINVAL (negative offset, not a regular file); -ENOENT; -EIO.
+ */
+ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
+                  off_t off);
+
+/*
+ * ubj_pwrite -- write `size` bytes at `off` (POSIX pwrite()); extends the
+ * file, leaving holes unallocated.  Clears S_ISUID (and S_ISGID if group
+ * executable) like Linux's file_remove_privs().  Returns the bytes written
+ * (a short count if the device fills after some bytes); -ENOSPC (nothing
+ * written); -EFBIG (off + size beyond UBJ_MAX_FILE_SIZE); -EISDIR;
+ * -EINVAL; -ENOENT; -EROFS; -EIO.
+ */
+ssize_t ubj_pwrite(struct ubj_fs *fs, ubj_ino_t ino, const void *buf,
+                   size_t size, off_t off);
+
+/*
+ * ubj_fsync -- make `ino`'s data and attributes durable (POSIX fsync();
+ * datasync != 0: fdatasync()).  What it costs depends on the consistency
+ * mode (docs/DESIGN.md).  Returns 0; -ENOENT; -EIO.
+ */
+int ubj_fsync(struct ubj_fs *fs, ubj_ino_t ino, int datasync);
+
+/* ubj_sync -- make everything durable (sync(2)).  0 or -EIO. */
+int ubj_sync(struct ubj_fs *fs);
+
+struct ubj_statfs {
+    uint32_t bsize;        /* 4096 */
+    uint64_t blocks;       /* data-capable blocks in the image */
+    uint64_t bfree;        /* free blocks */
+    uint64_t bavail;       /* free blocks for unprivileged users (= bfree) */
+    uint64_t files;        /* inodes */
+    uint64_t ffree;        /* free inodes */
+    uint32_t namemax;      /* UBJ_NAME_MAX */
+    uint8_t uuid[16];
+};
+/* ubj_statfs_get -- statfs(2).  Returns 0. */
+int ubj_statfs_get(struct ubj_fs *fs, struct ubj_statfs *out);
+
+/* ---- path helpers (tools, tests) --------------------------------------- */
+
+#define UBJ_PATH_NOFOLLOW 0x1u  /* do not follow a symlink in the last component */
+
+/*
+ * ubj_path_lookup -- resolve an absolute path ("/a/b"; "/" is the root;
+ * repeated '/' allowed) following symlinks in every component but the last
+ * when UBJ_PATH_NOFOLLOW.  Returns 0 and *st; -ENOENT; -ENOTDIR; -ELOOP
+ * (more than 40 symlinks); -ENAMETOOLONG; -EINVAL (relative path).
+ */
+int ubj_path_lookup(struct ubj_fs *fs, const char *path, unsigned flags,
+                    struct ubj_stat *st);
+
+/*
+ * ubj_path_parent -- resolve all of `path` but its last component:
+ * *parent gets the directory's inode and *name points into `path` at the
+ * last component (which may be followed by '/').  Errors as
+ * ubj_path_lookup; -EINVAL for "/".
+ */
+int ubj_path_parent(struct ubj_fs *fs, const char *path, ubj_ino_t *parent,
+                    const char **name);
+
+/* ---- statistics -------------------------------------------------------- */
+
+struct ubj_fs_stats {
+    uint64_t cache_hits, cache_misses;   /* buffer lookups */
+    uint64_t cache_evictions;            /* buffers reused */
+    uint64_t writeback_blocks;           /* blocks written home by the cache */
+    uint64_t bytes_data, bytes_metadata; /* storage bytes written, by category */
+    uint64_t bytes_journal, bytes_checkpoint;
+    uint64_t commits, checkpoints;
+    uint64_t dev_flushes;                /* flush requests to the device */
+};
+/* ubj_fs_stats_get -- counters since mount. */
+void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out);
+
+/* ---- check and repair (fsck; src/fs/check.c) --------------------------- */
+
+#define UBJ_CHECK_REPAIR 0x1u   /* fix what is found (fsck -y) */
+
+/* Result codes, as e2fsck's exit status. */
+#define UBJ_CHECK_CLEAN       0
+#define UBJ_CHECK_REPAIRED    1
+#define UBJ_CHECK_UNCORRECTED 4
+#define UBJ_CHECK_OPERROR     8
+
+/*
+ * ubj_check -- check the unmounted image on `dev`: superblock, bitmaps
+ * against reachability, link counts, directory structure ('.'/'..'),
+ * blocks used twice, sizes against extents, checksums.  Each problem is
+ * reported as one line through `report(ctx, line)` (NULL: stderr).
+ * Returns a UBJ_CHECK_* code (never negative): CLEAN, REPAIRED (with
+ * UBJ_CHECK_REPAIR and all fixed), UNCORRECTED (problems left), OPERROR
+ * (cannot read the image, or not a ubjfs image).  Not thread-safe with
+ * respect to a mount of the same device.  Source: e2fsck passes 1-5.
+ */
+int ubj_check(struct ubj_bdev *dev, unsigned flags,
+              void (*report)(void *ctx, const char *line), void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UBJFS_UBJFS_H */

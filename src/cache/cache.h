@@ -1,0 +1,202 @@
+/*
+ * cache.h -- the unified buffer cache shared by every consistency mode.
+ *
+ * A fixed pool of 4 KiB buffers over one block device, found by block
+ * number through a hash, replaced by CLOCK, written back when dirty.
+ *
+ * Built to move into a persistent (NVM) region later (issue 3):
+ *  - The persistent part of a buffer is `struct ubj_bufdesc` in an array,
+ *    and the data in a second array; both may be supplied by the caller
+ *    (a mapped region) or are allocated in DRAM.  Descriptors refer to each
+ *    other by index (UBJ_NOBUF = none), never by pointer.
+ *  - The volatile part (`struct ubj_buf`: reference count, hash chain,
+ *    CLOCK bit, flags) is rebuilt at creation and never persisted.
+ *  - Every state change goes through ubj_cache_set_state() (and the thin
+ *    helpers built on it), the one place a persistence layer and
+ *    assertions watch.
+ *
+ * States (BRIEF.md section 3; the transitions each mode uses are listed
+ * in docs/DESIGN.md):
+ *   FREE        not caching anything
+ *   CLEAN       same as the home block on the device
+ *   DIRTY       modified since it was read or last written home
+ *   FROZEN      committed, up to date (UBJ); written home by checkpoint
+ *   FROZEN_OLD  committed, superseded by a newer committed version
+ *
+ * Locking: one mutex per cache protects the hash, CLOCK hand, states and
+ * reference counts [c->lock].  The bytes of a buffer are protected by the
+ * caller (the file system's mount lock).  I/O is done with c->lock
+ * released where possible.
+ *
+ * Errors: negative errno.  Thread-safe unless said otherwise.
+ */
+#ifndef UBJ_CACHE_H
+#define UBJ_CACHE_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <pthread.h>
+#include "ubjfs/bdev.h"
+
+#define UBJ_NOBUF UINT32_MAX
+
+enum ubj_buf_state {
+    UBJ_BUF_FREE = 0,
+    UBJ_BUF_CLEAN = 1,
+    UBJ_BUF_DIRTY = 2,
+    UBJ_BUF_FROZEN = 3,
+    UBJ_BUF_FROZEN_OLD = 4,
+};
+
+/* What a buffer holds, for the storage-bytes-by-category counters. */
+enum ubj_buf_kind { UBJ_KIND_DATA = 0, UBJ_KIND_META = 1 };
+
+/*
+ * Persistent descriptor (48 bytes; 8-byte aligned fields so that each can
+ * be persisted with one atomic store).
+ */
+struct ubj_bufdesc {
+    uint64_t blkno;        /* home block on the device */
+    uint64_t txid;         /* transaction that last dirtied/froze it */
+    uint32_t state;        /* enum ubj_buf_state */
+    uint32_t kind;         /* enum ubj_buf_kind */
+    uint32_t older;        /* index of the older version of blkno, UBJ_NOBUF */
+    uint32_t newer;        /* index of the newer version of blkno, UBJ_NOBUF */
+    uint64_t reserved[2];
+};
+
+/* Volatile buffer flags. */
+#define UBJ_BUF_LOADED   0x1u  /* data valid (read from device or filled) */
+#define UBJ_BUF_VERIFY   0x2u  /* just read from the device: caller checks it */
+#define UBJ_BUF_PINNED   0x4u  /* the mode forbids writing it home for now */
+#define UBJ_BUF_SEAL     0x8u  /* metadata: call cfg.seal before writing it */
+
+struct ubj_buf {
+    uint32_t idx;          /* index into the descriptor and data arrays */
+    uint32_t refcnt;       /* [c->lock] */
+    uint32_t flags;        /* [c->lock] UBJ_BUF_* */
+    uint32_t hash_next;    /* [c->lock] chain of the block hash, UBJ_NOBUF */
+    uint8_t  referenced;   /* [c->lock] CLOCK bit */
+    uint8_t  io_busy;      /* [c->lock] being read or written */
+    struct ubj_bufdesc *d; /* == &c->desc[idx] */
+    uint8_t *data;         /* == c->data + idx * 4096 */
+};
+
+struct ubj_cache_stats {
+    uint64_t hits, misses;
+    uint64_t evictions;          /* buffers reused for another block */
+    uint64_t writeback_blocks;   /* blocks written home by the cache */
+    uint64_t writeback_data_bytes, writeback_meta_bytes;
+    uint64_t reclaims;           /* calls of cfg.reclaim */
+    uint64_t dirty, frozen;      /* current counts */
+};
+
+struct ubj_cache;
+
+struct ubj_cache_config {
+    uint32_t nbufs;                 /* buffers; >= 16 */
+    struct ubj_bufdesc *desc_mem;   /* nbufs descriptors, or NULL = DRAM */
+    uint8_t *data_mem;              /* nbufs * 4096 bytes, or NULL = DRAM */
+    /* Called (without c->lock) before a UBJ_BUF_SEAL buffer's bytes go to
+     * the device: fill in checksums.  May be NULL. */
+    void (*seal)(void *ctx, uint64_t blkno, void *data);
+    /*
+     * Called (without c->lock) when no buffer can be reused: every buffer
+     * is referenced, pinned, or frozen.  The mode commits/checkpoints so
+     * that some become reusable, and returns 0, or a negative errno to
+     * fail the ubj_cache_get that needed room.  May be NULL.
+     */
+    int (*reclaim)(void *ctx);
+    void *ctx;
+};
+
+/*
+ * ubj_cache_create -- a cache of cfg->nbufs buffers over `dev` (not owned).
+ * Supplied memory is taken as it is (all buffers start FREE: the caller
+ * that wants to keep a persistent region's contents uses
+ * ubj_cache_adopt() afterwards).  Returns 0, -EINVAL (nbufs < 16), -ENOMEM.
+ */
+int ubj_cache_create(struct ubj_bdev *dev, const struct ubj_cache_config *cfg,
+                     struct ubj_cache **out);
+
+/* ubj_cache_destroy -- free the cache without writing anything back. */
+void ubj_cache_destroy(struct ubj_cache *c);
+
+#define UBJ_GET_NOREAD 0x1u  /* the caller overwrites the whole block: zero-
+                                fill on a miss instead of reading */
+
+/*
+ * ubj_cache_get -- a referenced buffer holding block `blkno` (its newest
+ * version).  On a miss, reuses a CLEAN or FREE buffer (CLOCK), or writes a
+ * DIRTY unpinned one home first, or calls cfg.reclaim; reads the block
+ * unless UBJ_GET_NOREAD.  Returns 0 and *out; -EINVAL (blkno beyond the
+ * device); -EIO (read failed: nothing is cached); -ENOBUFS (every buffer
+ * referenced: the cache is too small for the caller); reclaim's error.
+ */
+int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
+                  struct ubj_buf **out);
+
+/* ubj_cache_lookup -- like get but never does I/O: -ENOENT on a miss. */
+int ubj_cache_lookup(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out);
+
+/* ubj_cache_put -- drop a reference taken by get/lookup.  NULL is a no-op. */
+void ubj_cache_put(struct ubj_cache *c, struct ubj_buf *b);
+
+/*
+ * ubj_cache_set_state -- the single state transition function: set b's
+ * state, txid and kind, keeping the dirty/frozen counts.  Asserts the
+ * transition is one the state diagram allows.
+ */
+void ubj_cache_set_state(struct ubj_cache *c, struct ubj_buf *b,
+                         enum ubj_buf_state st, uint64_t txid);
+
+/* ubj_cache_mark_dirty -- CLEAN/DIRTY -> DIRTY with kind; sets SEAL for
+ * metadata.  (Modes call it; see src/txn/mode.h.) */
+void ubj_cache_mark_dirty(struct ubj_cache *c, struct ubj_buf *b,
+                          enum ubj_buf_kind kind, uint64_t txid);
+
+/* ubj_cache_set_flags / clear_flags -- change volatile flags under the lock. */
+void ubj_cache_set_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f);
+void ubj_cache_clear_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f);
+
+/*
+ * ubj_cache_write_home -- write b (which the caller references) to its home
+ * block now (sealing it first), and mark it CLEAN if it was DIRTY or
+ * FROZEN.  No device flush.  Returns 0 or -EIO (state unchanged).
+ */
+int ubj_cache_write_home(struct ubj_cache *c, struct ubj_buf *b);
+
+#define UBJ_WB_FLUSH  0x1u   /* flush the device afterwards */
+#define UBJ_WB_PINNED 0x2u   /* also write pinned buffers */
+
+/*
+ * ubj_cache_writeback -- write every DIRTY (and, with UBJ_WB_PINNED,
+ * pinned) buffer home in block order, then optionally flush the device.
+ * Buffers become CLEAN.  Returns 0 or the first -EIO (the failed buffers
+ * stay DIRTY; the rest are still written).
+ */
+int ubj_cache_writeback(struct ubj_cache *c, unsigned flags);
+
+/*
+ * ubj_cache_forget -- block `blkno` was freed: drop any cached version
+ * that is not referenced (a DIRTY one is discarded, never written), so a
+ * later reuse of the block cannot be overwritten by stale data.  A
+ * referenced buffer is instead marked CLEAN and left to its holder.
+ */
+void ubj_cache_forget(struct ubj_cache *c, uint64_t blkno);
+
+/* ubj_cache_invalidate -- drop every unreferenced CLEAN buffer. */
+void ubj_cache_invalidate(struct ubj_cache *c);
+
+/* ubj_cache_stats_get -- counters since creation. */
+void ubj_cache_stats_get(struct ubj_cache *c, struct ubj_cache_stats *out);
+
+/* ubj_cache_nbufs / ubj_cache_dev -- geometry accessors. */
+uint32_t ubj_cache_nbufs(const struct ubj_cache *c);
+struct ubj_bdev *ubj_cache_dev(const struct ubj_cache *c);
+
+/* ubj_cache_buf_at -- the buffer at index `idx` (for modes that walk the
+ * descriptor array: recovery, checkpoint).  NULL if idx >= nbufs. */
+struct ubj_buf *ubj_cache_buf_at(struct ubj_cache *c, uint32_t idx);
+
+#endif /* UBJ_CACHE_H */

@@ -1,0 +1,177 @@
+/*
+ * fs.h -- the file system layer's internal interface: the mount structure
+ * and the functions each src/fs/ module offers the others.
+ *
+ * Modules (one job each):
+ *   super.c   format, mount, unmount, sync, statfs, superblock I/O,
+ *             metadata seal/verify, the background timer
+ *   alloc.c   block and inode bitmaps: allocate, free, counts
+ *   inode.c   inode references (fs_iref), attributes, timestamps, the
+ *             open table, the orphan list, freeing an inode
+ *   extent.c  the per-file extent tree: map, allocate, truncate, walk
+ *   file.c    pread, pwrite, setattr, fsync, open/release
+ *   dir.c     the per-directory B+tree of names: lookup, add, remove,
+ *             iterate, walk
+ *   namei.c   namespace operations (mknod, mkdir, unlink, rmdir, rename,
+ *             link, symlink, readlink, readdir, lookup) and path helpers
+ *   check.c   fsck: reads the raw device, shares nothing mutable
+ *
+ * Locking: every public entry point takes fs->lock (a mutex) for its
+ * whole duration, so the functions below run one at a time per mount and
+ * may assume it is held ("_locked" is implied for everything here).
+ *
+ * Buffers: metadata is read with fs_meta_read (verifies magic, block
+ * number and crc32c the first time the block comes from the device) and
+ * changed with fs_meta_write_begin / fs_meta_dirty; the checksum is filled
+ * in lazily by the cache's seal callback right before the block is written
+ * (or frozen / journaled by a mode).
+ */
+#ifndef UBJ_FS_FS_H
+#define UBJ_FS_FS_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "ubjfs/ubjfs.h"
+#include "fs/format.h"
+#include "cache/cache.h"
+#include "txn/mode.h"
+
+/* One open inode: [fs->lock] */
+struct fs_open {
+    ubj_ino_t ino;
+    uint32_t count;
+    struct fs_open *next;
+};
+#define FS_OPEN_BUCKETS 256u
+
+struct ubj_fs {
+    pthread_mutex_t lock;          /* the mount lock */
+    struct ubj_bdev *dev;          /* not owned */
+    struct ubj_cache *cache;
+    struct ubj_txn txn;
+    struct ubj_super sb;           /* in-memory copy; [lock] */
+    uint32_t csum_seed;            /* crc32c of the uuid */
+    unsigned flags;                /* UBJ_MOUNT_* */
+    uint32_t commit_interval_ms;
+    uint64_t balloc_hint;          /* next-fit cursor for blocks */
+    uint64_t ialloc_hint;          /* next-fit cursor for inodes */
+    struct fs_open *open[FS_OPEN_BUCKETS];
+    uint64_t generation;           /* next inode generation */
+    int error;                     /* first I/O error (sticky), 0 if none */
+    /* background timer (super.c) */
+    pthread_t timer;
+    bool timer_running;
+    bool stopping;                 /* [lock] */
+    pthread_cond_t timer_cv;
+};
+
+/* ---- util (src/util/) ---- */
+uint32_t ubj_crc32c(uint32_t seed, const void *data, size_t len);
+/* ubj_set_error -- set this thread's message (printf format) and return rc. */
+int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ubj_clear_error(void);
+/* hash of a directory entry name, seeded; 64 bits */
+uint64_t ubj_name_hash(uint32_t seed, const char *name, size_t len);
+void ubj_now(struct timespec *ts);
+
+/* ---- super.c ---- */
+void fs_seal(void *fs, uint64_t blkno, void *data);   /* cache seal callback */
+/* fs_block_verify -- check a metadata block's header and crc.  0 or -EUCLEAN. */
+int fs_block_verify(uint32_t seed, const void *data, uint32_t magic, uint64_t blkno);
+void fs_block_seal(uint32_t seed, void *data, uint32_t magic, uint64_t blkno);
+int fs_meta_read(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
+                 struct ubj_buf **out);
+/* get a metadata block for modification; with `fresh`, no read (new block)
+ * and the header is initialised with `magic`. */
+int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
+                        uint32_t magic, bool fresh, struct ubj_buf **out);
+int fs_meta_dirty(struct ubj_fs *fs, struct ubj_handle *h, struct ubj_buf *b);
+int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h); /* sb copy -> block 0 */
+/* fs_begin/fs_end: lock + error check / unlock for public entry points. */
+int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h);
+int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc);
+
+/* ---- alloc.c ---- */
+/* allocate up to `want` contiguous blocks, preferably at/after `goal`.
+ * 0 and *start,*got (1..want); -ENOSPC. */
+int fs_balloc(struct ubj_fs *fs, struct ubj_handle *h, uint64_t goal,
+              uint32_t want, uint64_t *start, uint32_t *got);
+int fs_bfree(struct ubj_fs *fs, struct ubj_handle *h, uint64_t start, uint64_t count);
+int fs_ialloc(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t hint, ubj_ino_t *out);
+int fs_ifree(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);
+
+/* ---- inode.c ---- */
+struct fs_iref {
+    ubj_ino_t ino;
+    struct ubj_buf *b;       /* referenced buffer of the inode block */
+    struct ubj_inode *ip;    /* into b->data */
+};
+/* fs_iget -- reference an in-use inode.  -ENOENT if free or out of range. */
+int fs_iget(struct ubj_fs *fs, ubj_ino_t ino, struct fs_iref *r);
+/* fs_iget_raw -- reference an inode slot whether in use or not. */
+int fs_iget_raw(struct ubj_fs *fs, ubj_ino_t ino, struct fs_iref *r);
+/* fs_iwrite -- obtain write access (may move r->b/r->ip; call before
+ * every batch of changes); fs_idirty -- after them. */
+int fs_iwrite(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
+int fs_idirty(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
+void fs_iput(struct ubj_fs *fs, struct fs_iref *r);
+void fs_inode_to_stat(const struct ubj_inode *ip, ubj_ino_t ino, struct ubj_stat *st);
+/* fs_inode_new -- allocate and initialise an inode (mode, cred, times now);
+ * the caller links it somewhere.  Returns a write-accessed iref. */
+int fs_inode_new(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent_hint,
+                 uint32_t mode, const struct ubj_cred *cred, struct fs_iref *r);
+/* fs_inode_drop_link -- nlink--, ctime; at 0: free now if not open,
+ * otherwise put on the orphan list.  */
+int fs_inode_drop_link(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
+/* fs_inode_release_final -- free every block of the inode and the inode. */
+int fs_inode_destroy(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);
+/* open table */
+void fs_open_inc(struct ubj_fs *fs, ubj_ino_t ino);
+int fs_open_dec(struct ubj_fs *fs, ubj_ino_t ino);   /* -> remaining count, or -EINVAL */
+uint32_t fs_open_count(struct ubj_fs *fs, ubj_ino_t ino);
+/* orphan list (superblock head, inode orphan_next) */
+int fs_orphan_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
+int fs_orphan_del(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);
+int fs_orphan_cleanup(struct ubj_fs *fs);   /* at mount: free every orphan */
+/* timestamps */
+void fs_touch(struct ubj_inode *ip, bool atime, bool mtime, bool ctime);
+
+/* ---- extent.c ---- */
+/* fs_ext_map -- map logical block lblk of the file: *pblk (0 = hole or
+ * unwritten) and *len = blocks from lblk with the same status contiguous
+ * (at least 1, at most max). */
+int fs_ext_map(struct ubj_fs *fs, struct fs_iref *r, uint32_t lblk, uint32_t max,
+               uint64_t *pblk, uint32_t *len);
+/* fs_ext_alloc -- ensure [lblk, lblk+want) starts mapped; returns the first
+ * run: *pblk and *got (1..want) blocks, *fresh = newly allocated. */
+int fs_ext_alloc(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
+                 uint32_t lblk, uint32_t want, uint64_t *pblk, uint32_t *got,
+                 bool *fresh);
+/* fs_ext_truncate -- free every block at or after lblk. */
+int fs_ext_truncate(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
+                    uint32_t lblk);
+/* fs_ext_init -- empty extent root in r->ip (sets UBJ_IFL_EXTTREE). */
+void fs_ext_init(struct ubj_inode *ip);
+
+/* ---- file.c ---- */
+int fs_truncate(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
+                uint64_t size);
+
+/* ---- dir.c ---- */
+int fs_dir_init(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir);
+int fs_dir_lookup(struct ubj_fs *fs, struct fs_iref *dir, const char *name,
+                  size_t len, ubj_ino_t *ino, unsigned *type);
+int fs_dir_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
+               const char *name, size_t len, ubj_ino_t ino, unsigned type);
+int fs_dir_remove(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
+                  const char *name, size_t len);
+/* point an existing name at another inode (rename over a target). */
+int fs_dir_set(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
+               const char *name, size_t len, ubj_ino_t ino, unsigned type);
+int fs_dir_iterate(struct ubj_fs *fs, struct fs_iref *dir, uint64_t cookie,
+                   ubj_filldir_t fill, void *ctx);
+/* free every node of an empty directory's tree */
+int fs_dir_destroy(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir);
+
+#endif /* UBJ_FS_FS_H */
