@@ -36,6 +36,7 @@
 #include "fs/format.h"
 #include "cache/cache.h"
 #include "txn/mode.h"
+#include "util/util.h"
 
 /* One open inode: [fs->lock] */
 struct fs_open {
@@ -44,6 +45,8 @@ struct fs_open {
     struct fs_open *next;
 };
 #define FS_OPEN_BUCKETS 256u
+
+struct fs_alloc;
 
 struct ubj_fs {
     pthread_mutex_t lock;          /* the mount lock */
@@ -64,16 +67,10 @@ struct ubj_fs {
     bool timer_running;
     bool stopping;                 /* [lock] */
     pthread_cond_t timer_cv;
+    /* added by super.c/alloc.c (private to them) */
+    struct fs_alloc *alloc;        /* alloc.c: per-bitmap-block free counts */
+    uint64_t dev_flushes_base;     /* device flushes at mount (stats) */
 };
-
-/* ---- util (src/util/) ---- */
-uint32_t ubj_crc32c(uint32_t seed, const void *data, size_t len);
-/* ubj_set_error -- set this thread's message (printf format) and return rc. */
-int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void ubj_clear_error(void);
-/* hash of a directory entry name, seeded; 64 bits */
-uint64_t ubj_name_hash(uint32_t seed, const char *name, size_t len);
-void ubj_now(struct timespec *ts);
 
 /* ---- super.c ---- */
 void fs_seal(void *fs, uint64_t blkno, void *data);   /* cache seal callback */
@@ -100,6 +97,9 @@ int fs_balloc(struct ubj_fs *fs, struct ubj_handle *h, uint64_t goal,
 int fs_bfree(struct ubj_fs *fs, struct ubj_handle *h, uint64_t start, uint64_t count);
 int fs_ialloc(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t hint, ubj_ino_t *out);
 int fs_ifree(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);
+/* fs_alloc_init / fs_alloc_fini -- alloc.c's in-memory state (mount/unmount). */
+int fs_alloc_init(struct ubj_fs *fs);
+void fs_alloc_fini(struct ubj_fs *fs);
 
 /* ---- inode.c ---- */
 struct fs_iref {

@@ -5,7 +5,7 @@
  * passed back in as the seed of the next call.
  */
 #include <isa-l/crc.h>
-#include "fs/fs.h"
+#include "util/util.h"
 
 /* ubj_crc32c -- crc32c of data[0..len) continuing from `seed`. */
 uint32_t ubj_crc32c(uint32_t seed, const void *data, size_t len)

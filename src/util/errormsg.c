@@ -5,7 +5,8 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
-#include "fs/fs.h"
+#include "ubjfs/ubjfs.h"
+#include "util/util.h"
 
 static _Thread_local char ubj_msg[256];
 

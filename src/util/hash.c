@@ -4,7 +4,7 @@
  * bits (the B+tree key) are well spread.  Part of the on-disk format:
  * changing it changes where names live (docs/FORMAT.md).
  */
-#include "fs/fs.h"
+#include "util/util.h"
 
 /* ubj_name_hash -- 64-bit hash of name[0..len) under `seed`. */
 uint64_t ubj_name_hash(uint32_t seed, const char *name, size_t len)
