@@ -1,0 +1,1008 @@
+/*
+ * cache.c -- the unified buffer cache (src/cache/cache.h): the buffer pool,
+ * the block hash, CLOCK replacement, reads on a miss, writing buffers home
+ * (one at a time or sorted and coalesced), forget/invalidate, statistics.
+ *
+ * Data structures [all protected by c->lock unless said otherwise]:
+ *   desc[nbufs]    persistent descriptors (maybe caller memory, later NVM)
+ *   data[nbufs]    4 KiB buffers, 4096-aligned (maybe caller memory)
+ *   bufs[nbufs]    volatile part: refcnt, flags, hash chain, CLOCK bit
+ *   buckets[]      block number -> index of its NEWEST version; chains run
+ *                  through bufs[i].hash_next; a power of two >= 2 * nbufs
+ *   hand           the CLOCK hand, an index into bufs
+ * Besides the UBJ_BUF_* flags of cache.h, three private flags:
+ *   CACHE_BUF_HASHED   the buffer is on its hash chain
+ *   CACHE_BUF_GONE     dropped (forget / set_state FREE) while still held:
+ *                      unhashed and unlinked, becomes FREE on release
+ *   CACHE_BUF_REDIRTY  marked dirty while its bytes were being written, so
+ *                      the write that completes must not make it CLEAN
+ *
+ * Invariants (checked by assert_cache_invariants() in debug builds, the
+ * per-buffer part by assert_buf_invariants() on every state change):
+ *  1. bufs[i].idx == i, bufs[i].d == &desc[i], bufs[i].data == data + 4096 i.
+ *  2. HASHED <=> the buffer is on the chain of bucket(d->blkno); every chain
+ *     entry hashes to its bucket; at most one hashed buffer per block.
+ *  3. A hashed buffer is the newest version of its block
+ *     (d->newer == UBJ_NOBUF) and is not GONE.
+ *  4. Version links are symmetric (desc[d->older].newer == i and back),
+ *     join buffers of the same block number, and only non-FREE buffers are
+ *     linked; following `newer` from any linked buffer ends at a hashed one.
+ *  5. A FREE buffer is unlinked; it is hashed only while a miss fills it
+ *     (io_busy) or while the getter of a UBJ_GET_NOREAD miss holds it
+ *     (refcnt > 0): such a buffer turns DIRTY when the holder dirties it
+ *     and is dropped when the last reference goes without that.
+ *  6. A non-FREE buffer that is not GONE is reachable from the hash (hashed
+ *     or through `newer` links) and LOADED.
+ *  7. A GONE buffer is unhashed, unlinked, never DIRTY, and held (refcnt > 0
+ *     or io_busy); cache_release_locked() frees it when the last hold goes.
+ *  8. stats.dirty == number of DIRTY buffers; stats.frozen == number of
+ *     FROZEN + FROZEN_OLD buffers.
+ *  9. CLOCK reuses only FREE unhashed buffers and CLEAN ones that are not
+ *     referenced, io_busy, PINNED, and have no older version; it writes an
+ *     unpinned DIRTY buffer home first.  FROZEN/FROZEN_OLD are never reused.
+ * 10. DIRTY -> CLEAN happens only after the bytes reached the device and no
+ *     ubj_cache_mark_dirty() came while they were in flight (REDIRTY).
+ * 11. No device I/O and no callback (seal, reclaim) runs with c->lock held.
+ *     Lock order: c->wb_lock (serialises writeback, owns wb_ents and the
+ *     bounce buffer) before c->lock.
+ * 12. An io_busy buffer is never reused nor freed; io_busy is cleared, and
+ *     c->io_cv broadcast, by the thread that set it.
+ *
+ * State diagram (enum ubj_buf_state).  Every move goes through
+ * cache_set_state_locked(), whose table cache_transition_ok() is this
+ * diagram; the function that performs each move is named below.
+ *
+ *     FREE ------------ fill (read) -----------> CLEAN <--------------+
+ *       |                                      |    ^                 |
+ *       | mark_dirty (NOREAD)       mark_dirty |    | written home    |
+ *       |                                      v    |                 |
+ *       +-----------------------------------> DIRTY-+                 |
+ *                                              |                      |
+ *                           set_state (commit) |                      |
+ *                                              v                      |
+ *                                            FROZEN ---write_home-----+
+ *                                              |     (checkpoint)
+ *               set_state (newer one committed) |
+ *                                              v
+ *                                          FROZEN_OLD
+ *
+ *     Every state -> FREE: eviction, invalidate, forget, set_state, the
+ *     release of a GONE buffer (see the table).
+ *
+ *   from        to          performed by
+ *   FREE        CLEAN       cache_fill: a miss was read      (ubj_cache_get)
+ *   FREE        DIRTY       ubj_cache_mark_dirty of a NOREAD miss
+ *   CLEAN       DIRTY       ubj_cache_mark_dirty
+ *   DIRTY       CLEAN       cache_io_done_locked, after ubj_cache_write_home,
+ *                           ubj_cache_writeback or an eviction write
+ *                           (cache_clock_locked); ubj_cache_forget (held)
+ *   DIRTY       FROZEN      ubj_cache_set_state (a mode commits in place)
+ *   FROZEN      FROZEN_OLD  ubj_cache_set_state (a newer version committed)
+ *   FROZEN      CLEAN       cache_io_done_locked after ubj_cache_write_home
+ *                           (checkpoint); ubj_cache_forget (held)
+ *   CLEAN       FREE        cache_clock_locked (victim), ubj_cache_invalidate,
+ *                           ubj_cache_forget, cache_release_locked (GONE)
+ *   DIRTY       FREE        ubj_cache_forget (block freed), ubj_cache_set_state
+ *   FROZEN      FREE        ubj_cache_forget, ubj_cache_set_state
+ *   FROZEN_OLD  FREE        ubj_cache_forget, ubj_cache_set_state,
+ *                           cache_release_locked (GONE)
+ *   FREE        FREE        cache_release_locked: a failed read or an
+ *                           undirtied NOREAD buffer leaves the hash
+ *   X           X           ubj_cache_mark_dirty (DIRTY, new txid),
+ *                           ubj_cache_set_state
+ *
+ *   Mode `none` uses FREE/CLEAN/DIRTY only; FROZEN and FROZEN_OLD are UBJ's
+ *   (issue 3).  No function here creates a second version of a block yet;
+ *   the links are kept correct by cache_detach_locked() for when one does.
+ *
+ * Bytes: the cache never changes a buffer's bytes except to fill it on a
+ * miss (no holder yet) and through cfg.seal.  A holder may change them
+ * while a write of the buffer is in flight (a get hit does not wait for a
+ * write); REDIRTY keeps the buffer DIRTY so the newer bytes are written
+ * again.  The file system serialises all of this under its mount lock.
+ *
+ * Errors: negative errno; public functions that fail set ubj_errormsg().
+ */
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cache/cache.h"
+
+/* from src/util/errormsg.c (declared in fs/fs.h, which cache/ must not use) */
+int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define CACHE_BUF_HASHED   0x100u
+#define CACHE_BUF_GONE     0x200u
+#define CACHE_BUF_REDIRTY  0x400u
+#define CACHE_BUF_PRIVATE  (CACHE_BUF_HASHED | CACHE_BUF_GONE | CACHE_BUF_REDIRTY)
+
+#define CACHE_BS           4096u
+#define CACHE_MAX_NBUFS    (1u << 28)   /* 1 TiB of buffers */
+#define CACHE_RECLAIM_TRIES 8           /* reclaim calls per get before -ENOBUFS */
+#ifndef CACHE_WB_MAX_RUN
+#define CACHE_WB_MAX_RUN   64u          /* blocks per coalesced write (256 KiB) */
+#endif
+
+/* One buffer picked by ubj_cache_writeback [c->wb_lock]. */
+struct cache_wb_ent {
+    uint64_t blkno;
+    uint32_t idx;
+    uint32_t seal;    /* UBJ_BUF_SEAL was set when picked */
+    int rc;           /* result of its write */
+};
+
+struct ubj_cache {
+    pthread_mutex_t lock;        /* everything below but the wb_* fields */
+    pthread_cond_t io_cv;        /* broadcast when some io_busy clears */
+    pthread_mutex_t wb_lock;     /* serialises writeback; owns wb_* */
+    struct ubj_bdev *dev;        /* not owned */
+    struct ubj_cache_config cfg;
+    uint32_t nbufs;
+    uint32_t hash_shift;         /* 64 - log2(number of buckets) */
+    uint32_t nbuckets;
+    uint32_t hand;               /* CLOCK hand */
+    bool own_desc, own_data;
+    struct ubj_bufdesc *desc;
+    uint8_t *data;
+    struct ubj_buf *bufs;
+    uint32_t *buckets;
+    struct ubj_cache_stats stats;
+    struct cache_wb_ent *wb_ents;   /* [wb_lock] nbufs entries */
+    uint8_t *wb_bounce;             /* [wb_lock] CACHE_WB_MAX_RUN blocks */
+};
+
+/* ---- hash ---------------------------------------------------------------- */
+
+/* cache_bucket -- the bucket of block number `blkno` (Fibonacci hashing). */
+static inline uint32_t cache_bucket(const struct ubj_cache *c, uint64_t blkno)
+{
+    return (uint32_t)((blkno * 0x9E3779B97F4A7C15ull) >> c->hash_shift);
+}
+
+/* cache_find_locked -- the hashed (newest) buffer of `blkno`, or NULL. */
+static inline struct ubj_buf *cache_find_locked(struct ubj_cache *c,
+                                                uint64_t blkno)
+{
+    uint32_t i = c->buckets[cache_bucket(c, blkno)];
+    while (i != UBJ_NOBUF) {
+        struct ubj_buf *b = &c->bufs[i];
+        if (b->d->blkno == blkno)
+            return b;
+        i = b->hash_next;
+    }
+    return NULL;
+}
+
+/* cache_hash_insert_locked -- put b on the chain of its block number. */
+static void cache_hash_insert_locked(struct ubj_cache *c, struct ubj_buf *b)
+{
+    assert(!(b->flags & CACHE_BUF_HASHED));
+    uint32_t *head = &c->buckets[cache_bucket(c, b->d->blkno)];
+    b->hash_next = *head;
+    *head = b->idx;
+    b->flags |= CACHE_BUF_HASHED;
+}
+
+/* cache_hash_remove_locked -- take b off its hash chain. */
+static void cache_hash_remove_locked(struct ubj_cache *c, struct ubj_buf *b)
+{
+    assert(b->flags & CACHE_BUF_HASHED);
+    uint32_t *p = &c->buckets[cache_bucket(c, b->d->blkno)];
+    while (*p != b->idx) {
+        assert(*p != UBJ_NOBUF);
+        p = &c->bufs[*p].hash_next;
+    }
+    *p = b->hash_next;
+    b->hash_next = UBJ_NOBUF;
+    b->flags &= ~CACHE_BUF_HASHED;
+}
+
+/*
+ * cache_detach_locked -- take b out of the hash and out of its version
+ * chain.  If b was the hashed newest version, its older version (if any)
+ * becomes the hashed one, so reads are served by the newest that remains.
+ */
+static void cache_detach_locked(struct ubj_cache *c, struct ubj_buf *b)
+{
+    struct ubj_bufdesc *d = b->d;
+    bool hashed = (b->flags & CACHE_BUF_HASHED) != 0;
+    if (hashed)
+        cache_hash_remove_locked(c, b);
+    if (d->older != UBJ_NOBUF) {
+        struct ubj_buf *o = &c->bufs[d->older];
+        o->d->newer = d->newer;
+        if (hashed)
+            cache_hash_insert_locked(c, o);
+    }
+    if (d->newer != UBJ_NOBUF)
+        c->desc[d->newer].older = d->older;
+    d->older = UBJ_NOBUF;
+    d->newer = UBJ_NOBUF;
+}
+
+/* ---- invariants ---------------------------------------------------------- */
+
+#ifndef NDEBUG
+/* assert_buf_invariants -- invariants 1, 3, 5, 7 for one buffer; true if ok. */
+static bool assert_buf_invariants(const struct ubj_cache *c,
+                                  const struct ubj_buf *b)
+{
+    const struct ubj_bufdesc *d = b->d;
+    bool hashed = (b->flags & CACHE_BUF_HASHED) != 0;
+    bool gone = (b->flags & CACHE_BUF_GONE) != 0;
+    bool linked = d->older != UBJ_NOBUF || d->newer != UBJ_NOBUF;
+    assert(b == &c->bufs[b->idx] && d == &c->desc[b->idx]);
+    assert(b->data == c->data + (size_t)b->idx * CACHE_BS);
+    assert(d->state <= UBJ_BUF_FROZEN_OLD);
+    assert(!hashed || (d->newer == UBJ_NOBUF && !gone));
+    assert(d->state != UBJ_BUF_FREE || !linked);
+    assert(d->state != UBJ_BUF_FREE || !hashed || b->io_busy || b->refcnt > 0);
+    assert(!gone || (!hashed && !linked && d->state != UBJ_BUF_DIRTY &&
+                     (b->refcnt > 0 || b->io_busy)));
+    assert(d->state == UBJ_BUF_FREE || gone || (b->flags & UBJ_BUF_LOADED));
+    return true;
+}
+
+/* assert_cache_invariants -- every numbered invariant, O(nbufs + buckets). */
+static bool assert_cache_invariants(struct ubj_cache *c)
+{
+    uint64_t ndirty = 0, nfrozen = 0, nhashed = 0, nchained = 0;
+    assert(c->hand < c->nbufs);
+    for (uint32_t i = 0; i < c->nbufs; i++) {
+        const struct ubj_buf *b = &c->bufs[i];
+        const struct ubj_bufdesc *d = b->d;
+        assert(b->idx == i);
+        assert(assert_buf_invariants(c, b));
+        ndirty += d->state == UBJ_BUF_DIRTY;
+        nfrozen += d->state == UBJ_BUF_FROZEN || d->state == UBJ_BUF_FROZEN_OLD;
+        if (b->flags & CACHE_BUF_HASHED) {
+            nhashed++;
+            assert(cache_find_locked(c, d->blkno) == b);
+        }
+        if (d->older != UBJ_NOBUF) {
+            assert(d->older < c->nbufs && c->desc[d->older].newer == i);
+            assert(c->desc[d->older].blkno == d->blkno);
+        }
+        if (d->newer != UBJ_NOBUF) {
+            assert(d->newer < c->nbufs && c->desc[d->newer].older == i);
+            assert(c->desc[d->newer].blkno == d->blkno);
+        }
+        if (d->state != UBJ_BUF_FREE && !(b->flags & CACHE_BUF_GONE)) {
+            uint32_t j = i, steps = 0;
+            while (c->desc[j].newer != UBJ_NOBUF && steps++ < c->nbufs)
+                j = c->desc[j].newer;
+            assert(c->bufs[j].flags & CACHE_BUF_HASHED);
+        }
+    }
+    for (uint32_t k = 0; k < c->nbuckets; k++)
+        for (uint32_t i = c->buckets[k]; i != UBJ_NOBUF; i = c->bufs[i].hash_next) {
+            assert(cache_bucket(c, c->desc[i].blkno) == k);
+            assert(c->bufs[i].flags & CACHE_BUF_HASHED);
+            nchained++;
+        }
+    assert(nchained == nhashed);
+    assert(ndirty == c->stats.dirty && nfrozen == c->stats.frozen);
+    return true;
+}
+#endif
+
+/* ---- states -------------------------------------------------------------- */
+
+#ifndef NDEBUG
+/* cache_transition_ok -- true if from -> to is an edge of the diagram. */
+static bool cache_transition_ok(uint32_t from, uint32_t to)
+{
+    static const uint8_t ok[5] = {
+        [UBJ_BUF_FREE] = 1u << UBJ_BUF_FREE | 1u << UBJ_BUF_CLEAN |
+                         1u << UBJ_BUF_DIRTY,
+        [UBJ_BUF_CLEAN] = 1u << UBJ_BUF_CLEAN | 1u << UBJ_BUF_DIRTY |
+                          1u << UBJ_BUF_FREE,
+        [UBJ_BUF_DIRTY] = 1u << UBJ_BUF_DIRTY | 1u << UBJ_BUF_CLEAN |
+                          1u << UBJ_BUF_FROZEN | 1u << UBJ_BUF_FREE,
+        [UBJ_BUF_FROZEN] = 1u << UBJ_BUF_FROZEN | 1u << UBJ_BUF_FROZEN_OLD |
+                           1u << UBJ_BUF_CLEAN | 1u << UBJ_BUF_FREE,
+        [UBJ_BUF_FROZEN_OLD] = 1u << UBJ_BUF_FROZEN_OLD | 1u << UBJ_BUF_FREE,
+    };
+    return from <= UBJ_BUF_FROZEN_OLD && to <= UBJ_BUF_FROZEN_OLD &&
+           (ok[from] >> to & 1u);
+}
+#endif
+
+/* cache_is_frozen -- FROZEN or FROZEN_OLD. */
+static inline bool cache_is_frozen(uint32_t st)
+{
+    return st == UBJ_BUF_FROZEN || st == UBJ_BUF_FROZEN_OLD;
+}
+
+/*
+ * cache_set_state_locked -- the one place a descriptor's state changes:
+ * check the edge, keep the counts, and on FREE detach the buffer (GONE if
+ * someone still holds it, otherwise its volatile flags are reset).
+ */
+static void cache_set_state_locked(struct ubj_cache *c, struct ubj_buf *b,
+                                   enum ubj_buf_state st, uint64_t txid)
+{
+    struct ubj_bufdesc *d = b->d;
+    uint32_t old = d->state;
+    assert(cache_transition_ok(old, (uint32_t)st));
+    c->stats.dirty += (st == UBJ_BUF_DIRTY) - (old == UBJ_BUF_DIRTY);
+    c->stats.frozen += cache_is_frozen(st) - cache_is_frozen(old);
+    d->txid = txid;
+    d->state = (uint32_t)st;
+    if (st == UBJ_BUF_DIRTY && b->io_busy)
+        b->flags |= CACHE_BUF_REDIRTY;
+    if (st == UBJ_BUF_FREE) {
+        cache_detach_locked(c, b);
+        if (b->refcnt > 0 || b->io_busy)
+            b->flags |= CACHE_BUF_GONE;
+        else
+            b->flags = 0;
+    }
+    assert(assert_buf_invariants(c, b));
+}
+
+/*
+ * cache_release_locked -- b lost a hold (reference or io_busy).  When none
+ * is left: a GONE buffer becomes FREE; a hashed FREE one (a NOREAD miss
+ * nobody dirtied, or a read that failed) is dropped from the hash.
+ */
+static void cache_release_locked(struct ubj_cache *c, struct ubj_buf *b)
+{
+    if (b->refcnt > 0 || b->io_busy)
+        return;
+    if (b->flags & CACHE_BUF_GONE) {
+        b->flags &= ~CACHE_BUF_GONE;
+        cache_set_state_locked(c, b, UBJ_BUF_FREE, b->d->txid);
+    } else if (b->d->state == UBJ_BUF_FREE && (b->flags & CACHE_BUF_HASHED)) {
+        cache_set_state_locked(c, b, UBJ_BUF_FREE, b->d->txid);
+    }
+}
+
+/* ---- writing home -------------------------------------------------------- */
+
+/* cache_count_write_locked -- account one block written home. */
+static void cache_count_write_locked(struct ubj_cache *c, const struct ubj_buf *b)
+{
+    c->stats.writeback_blocks++;
+    if (b->d->kind == UBJ_KIND_META)
+        c->stats.writeback_meta_bytes += CACHE_BS;
+    else
+        c->stats.writeback_data_bytes += CACHE_BS;
+}
+
+/*
+ * cache_io_done_locked -- a write of b (started with io_busy set) finished
+ * with `rc`: count it, make b CLEAN if it was DIRTY (and not re-dirtied in
+ * flight) or FROZEN, clear io_busy, wake waiters, release the hold.
+ */
+static void cache_io_done_locked(struct ubj_cache *c, struct ubj_buf *b, int rc)
+{
+    assert(b->io_busy);
+    b->io_busy = 0;
+    if (rc == 0) {
+        cache_count_write_locked(c, b);
+        uint32_t st = b->d->state;
+        if ((st == UBJ_BUF_DIRTY && !(b->flags & CACHE_BUF_REDIRTY)) ||
+            st == UBJ_BUF_FROZEN)
+            cache_set_state_locked(c, b, UBJ_BUF_CLEAN, b->d->txid);
+    }
+    b->flags &= ~CACHE_BUF_REDIRTY;
+    pthread_cond_broadcast(&c->io_cv);
+    cache_release_locked(c, b);
+}
+
+/*
+ * cache_write_one_locked -- write b home with c->lock dropped around the
+ * seal and the write (b must not be io_busy).  Returns 0 or the error.
+ */
+static int cache_write_one_locked(struct ubj_cache *c, struct ubj_buf *b)
+{
+    assert(!b->io_busy);
+    bool seal = (b->flags & UBJ_BUF_SEAL) && c->cfg.seal != NULL;
+    uint64_t blkno = b->d->blkno;
+    b->io_busy = 1;
+    b->flags &= ~CACHE_BUF_REDIRTY;
+    pthread_mutex_unlock(&c->lock);
+    if (seal)
+        c->cfg.seal(c->cfg.ctx, blkno, b->data);
+    int rc = ubj_bdev_write(c->dev, blkno, 1, b->data);
+    pthread_mutex_lock(&c->lock);
+    cache_io_done_locked(c, b, rc);
+    return rc;
+}
+
+/* ---- replacement --------------------------------------------------------- */
+
+/* cache_clock_skip -- true if CLOCK may not consider b at all. */
+static inline bool cache_clock_skip(const struct ubj_buf *b)
+{
+    return b->refcnt > 0 || b->io_busy || (b->flags & UBJ_BUF_PINNED) ||
+           cache_is_frozen(b->d->state) || b->d->older != UBJ_NOBUF;
+}
+
+/*
+ * cache_clock_locked -- sweep at most two rounds for a reusable buffer;
+ * returns it FREE and unhashed, or NULL.  A DIRTY candidate is written
+ * home (lock dropped) and looked at again; a failed write is remembered in
+ * *io_err and the candidate passed over.
+ */
+static struct ubj_buf *cache_clock_locked(struct ubj_cache *c, int *io_err)
+{
+    for (uint64_t steps = 0; steps < 2ull * c->nbufs; steps++) {
+        struct ubj_buf *b = &c->bufs[c->hand];
+        uint32_t next = c->hand + 1 == c->nbufs ? 0 : c->hand + 1;
+        if (cache_clock_skip(b)) {
+            c->hand = next;
+            continue;
+        }
+        if (b->d->state == UBJ_BUF_FREE) {
+            c->hand = next;
+            return b;
+        }
+        if (b->referenced) {
+            b->referenced = 0;
+            c->hand = next;
+            continue;
+        }
+        if (b->d->state == UBJ_BUF_DIRTY) {
+            int rc = cache_write_one_locked(c, b);
+            if (rc < 0) {
+                *io_err = rc;
+                b->referenced = 1;
+                c->hand = next;
+            }
+            continue;   /* the lock was dropped: look at b again */
+        }
+        assert(b->d->state == UBJ_BUF_CLEAN);
+        c->hand = next;
+        cache_set_state_locked(c, b, UBJ_BUF_FREE, b->d->txid);
+        c->stats.evictions++;
+        return b;
+    }
+    return NULL;
+}
+
+/* cache_count_held_locked -- buffers referenced by a caller right now. */
+static uint32_t cache_count_held_locked(const struct ubj_cache *c, bool *busy)
+{
+    uint32_t n = 0;
+    *busy = false;
+    for (uint32_t i = 0; i < c->nbufs; i++) {
+        n += c->bufs[i].refcnt > 0;
+        *busy = *busy || c->bufs[i].io_busy;
+    }
+    return n;
+}
+
+/*
+ * cache_alloc_locked -- a FREE unhashed buffer to reuse (c->lock may be
+ * dropped and retaken).  When CLOCK finds nothing: -ENOBUFS if every
+ * buffer is referenced; wait if some I/O is in flight; -EIO if writing a
+ * dirty victim failed; else call cfg.reclaim and retry (its error is
+ * returned), and give up with -ENOBUFS after CACHE_RECLAIM_TRIES calls or
+ * when there is no reclaim callback.
+ */
+static int cache_alloc_locked(struct ubj_cache *c, struct ubj_buf **out)
+{
+    unsigned tries = 0;
+    for (;;) {
+        int io_err = 0;
+        bool busy;
+        struct ubj_buf *b = cache_clock_locked(c, &io_err);
+        if (b != NULL) {
+            *out = b;
+            return 0;
+        }
+        if (cache_count_held_locked(c, &busy) == c->nbufs)
+            return -ENOBUFS;
+        if (busy) {
+            pthread_cond_wait(&c->io_cv, &c->lock);
+            continue;
+        }
+        if (io_err < 0)
+            return io_err;
+        if (c->cfg.reclaim == NULL || tries++ >= CACHE_RECLAIM_TRIES)
+            return -ENOBUFS;
+        c->stats.reclaims++;
+        pthread_mutex_unlock(&c->lock);
+        int rc = c->cfg.reclaim(c->cfg.ctx);
+        pthread_mutex_lock(&c->lock);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+/* cache_init_bufs -- every descriptor FREE, every volatile part reset. */
+static void cache_init_bufs(struct ubj_cache *c)
+{
+    for (uint32_t i = 0; i < c->nbufs; i++) {
+        c->desc[i] = (struct ubj_bufdesc){
+            .state = UBJ_BUF_FREE, .kind = UBJ_KIND_DATA,
+            .older = UBJ_NOBUF, .newer = UBJ_NOBUF,
+        };
+        c->bufs[i] = (struct ubj_buf){
+            .idx = i, .hash_next = UBJ_NOBUF,
+            .d = &c->desc[i], .data = c->data + (size_t)i * CACHE_BS,
+        };
+    }
+    for (uint32_t k = 0; k < c->nbuckets; k++)
+        c->buckets[k] = UBJ_NOBUF;
+}
+
+/* cache_alloc_arrays -- allocate what the caller did not supply. */
+static int cache_alloc_arrays(struct ubj_cache *c)
+{
+    size_t n = c->nbufs;
+    if (c->desc == NULL) {
+        c->desc = calloc(n, sizeof *c->desc);
+        c->own_desc = true;
+    }
+    if (c->data == NULL) {
+        void *p = NULL;
+        if (posix_memalign(&p, CACHE_BS, n * CACHE_BS) == 0)
+            c->data = p;
+        c->own_data = true;
+    }
+    c->bufs = calloc(n, sizeof *c->bufs);
+    c->buckets = malloc((size_t)c->nbuckets * sizeof *c->buckets);
+    c->wb_ents = malloc(n * sizeof *c->wb_ents);
+    void *bounce = NULL;
+    if (posix_memalign(&bounce, CACHE_BS, (size_t)CACHE_WB_MAX_RUN * CACHE_BS) == 0)
+        c->wb_bounce = bounce;
+    if (!c->desc || !c->data || !c->bufs || !c->buckets || !c->wb_ents ||
+        !c->wb_bounce)
+        return -ENOMEM;
+    return 0;
+}
+
+/* cache_free_arrays -- free what cache_alloc_arrays allocated. */
+static void cache_free_arrays(struct ubj_cache *c)
+{
+    if (c->own_desc)
+        free(c->desc);
+    if (c->own_data)
+        free(c->data);
+    free(c->bufs);
+    free(c->buckets);
+    free(c->wb_ents);
+    free(c->wb_bounce);
+}
+
+/* ubj_cache_create -- build a cache of cfg->nbufs buffers over dev. */
+int ubj_cache_create(struct ubj_bdev *dev, const struct ubj_cache_config *cfg,
+                     struct ubj_cache **out)
+{
+    if (dev == NULL || cfg == NULL || out == NULL)
+        return ubj_set_error(-EINVAL, "cache: NULL argument");
+    if (cfg->nbufs < 16 || cfg->nbufs > CACHE_MAX_NBUFS)
+        return ubj_set_error(-EINVAL, "cache: %u buffers (need 16..%u)",
+                             cfg->nbufs, CACHE_MAX_NBUFS);
+    if (dev->block_size != CACHE_BS)
+        return ubj_set_error(-EINVAL, "cache: device block size %u, need %u",
+                             dev->block_size, CACHE_BS);
+    if (((uintptr_t)cfg->data_mem & (CACHE_BS - 1)) != 0)
+        return ubj_set_error(-EINVAL, "cache: data memory not 4096-aligned");
+    struct ubj_cache *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return ubj_set_error(-ENOMEM, "cache: out of memory");
+    c->dev = dev;
+    c->cfg = *cfg;
+    c->nbufs = cfg->nbufs;
+    uint32_t bits = 1;
+    while ((1ull << bits) < 2ull * c->nbufs)
+        bits++;
+    c->nbuckets = 1u << bits;
+    c->hash_shift = 64 - bits;
+    c->desc = cfg->desc_mem;
+    c->data = cfg->data_mem;
+    if (cache_alloc_arrays(c) < 0) {
+        cache_free_arrays(c);
+        free(c);
+        return ubj_set_error(-ENOMEM, "cache: out of memory for %u buffers",
+                             cfg->nbufs);
+    }
+    cache_init_bufs(c);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->wb_lock, NULL);
+    pthread_cond_init(&c->io_cv, NULL);
+    assert(assert_cache_invariants(c));
+    *out = c;
+    return 0;
+}
+
+/* ubj_cache_destroy -- free the cache; nothing is written back. */
+void ubj_cache_destroy(struct ubj_cache *c)
+{
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&c->lock);
+    assert(assert_cache_invariants(c));
+    pthread_mutex_unlock(&c->lock);
+    pthread_cond_destroy(&c->io_cv);
+    pthread_mutex_destroy(&c->wb_lock);
+    pthread_mutex_destroy(&c->lock);
+    cache_free_arrays(c);
+    free(c);
+}
+
+/* ---- get / lookup / put -------------------------------------------------- */
+
+/* cache_hit_locked -- take a reference on a found, loaded buffer. */
+static inline void cache_hit_locked(struct ubj_buf *b)
+{
+    b->refcnt++;
+    b->referenced = 1;
+}
+
+/*
+ * cache_fill -- load a freshly claimed buffer (refcnt 1, io_busy, hashed,
+ * FREE) from the device, or zero it for NOREAD.  Called and returns with
+ * c->lock held.  On a read error the buffer is released (nothing cached).
+ */
+static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags)
+{
+    int rc = 0;
+    pthread_mutex_unlock(&c->lock);
+    if (flags & UBJ_GET_NOREAD)
+        memset(b->data, 0, CACHE_BS);
+    else
+        rc = ubj_bdev_read(c->dev, b->d->blkno, 1, b->data);
+    pthread_mutex_lock(&c->lock);
+    b->io_busy = 0;
+    pthread_cond_broadcast(&c->io_cv);
+    if (rc < 0) {
+        assert(b->refcnt == 1);   /* waiters hold no reference */
+        b->refcnt = 0;
+        cache_release_locked(c, b);
+        return rc;
+    }
+    if (flags & UBJ_GET_NOREAD) {
+        b->flags |= UBJ_BUF_LOADED;
+    } else {
+        b->flags |= UBJ_BUF_LOADED | UBJ_BUF_VERIFY;
+        if (!(b->flags & CACHE_BUF_GONE))
+            cache_set_state_locked(c, b, UBJ_BUF_CLEAN, 0);
+    }
+    return 0;
+}
+
+/* ubj_cache_get -- a referenced buffer with the newest version of blkno. */
+int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
+                  struct ubj_buf **out)
+{
+    if (blkno >= c->dev->nblocks)
+        return ubj_set_error(-EINVAL, "cache: block %llu beyond the device "
+                             "(%llu blocks)", (unsigned long long)blkno,
+                             (unsigned long long)c->dev->nblocks);
+    pthread_mutex_lock(&c->lock);
+    struct ubj_buf *b;
+    bool missed = false;
+    for (;;) {
+        b = cache_find_locked(c, blkno);
+        if (b != NULL) {
+            if (!(b->flags & UBJ_BUF_LOADED)) {   /* another thread reads it */
+                pthread_cond_wait(&c->io_cv, &c->lock);
+                continue;
+            }
+            cache_hit_locked(b);
+            c->stats.hits += !missed;
+            pthread_mutex_unlock(&c->lock);
+            *out = b;
+            return 0;
+        }
+        if (!missed) {
+            c->stats.misses++;
+            missed = true;
+        }
+        struct ubj_buf *v;
+        int rc = cache_alloc_locked(c, &v);
+        if (rc < 0) {
+            pthread_mutex_unlock(&c->lock);
+            if (rc != -ENOBUFS)
+                return rc;   /* a write's or reclaim's error, message set */
+            return ubj_set_error(rc, "cache: no reusable buffer for block "
+                                 "%llu (all %u referenced, pinned or frozen)",
+                                 (unsigned long long)blkno, c->nbufs);
+        }
+        if (cache_find_locked(c, blkno) != NULL)
+            continue;   /* loaded by another thread while the lock was off */
+        b = v;
+        break;
+    }
+    b->d->blkno = blkno;
+    b->d->kind = UBJ_KIND_DATA;
+    b->flags = 0;
+    b->refcnt = 1;
+    b->referenced = 1;
+    b->io_busy = 1;
+    cache_hash_insert_locked(c, b);
+    int rc = cache_fill(c, b, flags);
+    pthread_mutex_unlock(&c->lock);
+    if (rc < 0)
+        return rc;   /* the device's error and message */
+    *out = b;
+    return 0;
+}
+
+/* ubj_cache_lookup -- get without I/O; -ENOENT if blkno is not cached. */
+int ubj_cache_lookup(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out)
+{
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        struct ubj_buf *b = cache_find_locked(c, blkno);
+        if (b == NULL) {
+            pthread_mutex_unlock(&c->lock);
+            return -ENOENT;
+        }
+        if (b->flags & UBJ_BUF_LOADED) {
+            cache_hit_locked(b);
+            pthread_mutex_unlock(&c->lock);
+            *out = b;
+            return 0;
+        }
+        pthread_cond_wait(&c->io_cv, &c->lock);
+    }
+}
+
+/* ubj_cache_put -- drop a reference; the last one may free a GONE buffer. */
+void ubj_cache_put(struct ubj_cache *c, struct ubj_buf *b)
+{
+    if (b == NULL)
+        return;
+    pthread_mutex_lock(&c->lock);
+    assert(b->refcnt > 0);
+    if (--b->refcnt == 0)
+        cache_release_locked(c, b);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- states and flags ---------------------------------------------------- */
+
+/* ubj_cache_set_state -- the public transition function (takes c->lock). */
+void ubj_cache_set_state(struct ubj_cache *c, struct ubj_buf *b,
+                         enum ubj_buf_state st, uint64_t txid)
+{
+    pthread_mutex_lock(&c->lock);
+    cache_set_state_locked(c, b, st, txid);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * ubj_cache_mark_dirty -- FREE (NOREAD)/CLEAN/DIRTY -> DIRTY of `kind`.
+ * A GONE buffer (its block was freed while held) is left alone: changes
+ * to a freed block are discarded, never written.
+ */
+void ubj_cache_mark_dirty(struct ubj_cache *c, struct ubj_buf *b,
+                          enum ubj_buf_kind kind, uint64_t txid)
+{
+    pthread_mutex_lock(&c->lock);
+    if (!(b->flags & CACHE_BUF_GONE)) {
+        b->d->kind = (uint32_t)kind;
+        if (kind == UBJ_KIND_META)
+            b->flags |= UBJ_BUF_SEAL;
+        else
+            b->flags &= ~UBJ_BUF_SEAL;
+        cache_set_state_locked(c, b, UBJ_BUF_DIRTY, txid);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ubj_cache_set_flags -- set public flags f on b. */
+void ubj_cache_set_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f)
+{
+    assert(!(f & CACHE_BUF_PRIVATE));
+    pthread_mutex_lock(&c->lock);
+    b->flags |= f & ~CACHE_BUF_PRIVATE;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ubj_cache_clear_flags -- clear public flags f on b. */
+void ubj_cache_clear_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f)
+{
+    assert(!(f & CACHE_BUF_PRIVATE));
+    pthread_mutex_lock(&c->lock);
+    b->flags &= ~(f & ~CACHE_BUF_PRIVATE);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- write-back ---------------------------------------------------------- */
+
+/* ubj_cache_write_home -- write the referenced buffer b home now. */
+int ubj_cache_write_home(struct ubj_cache *c, struct ubj_buf *b)
+{
+    pthread_mutex_lock(&c->lock);
+    assert(b->refcnt > 0);
+    while (b->io_busy)
+        pthread_cond_wait(&c->io_cv, &c->lock);
+    int rc = cache_write_one_locked(c, b);
+    pthread_mutex_unlock(&c->lock);
+    return rc;   /* 0 or the device's error (its message is set) */
+}
+
+/* cache_wb_cmp -- qsort order of write-back entries: by block number. */
+static int cache_wb_cmp(const void *a, const void *b)
+{
+    const struct cache_wb_ent *x = a, *y = b;
+    return (x->blkno > y->blkno) - (x->blkno < y->blkno);
+}
+
+/*
+ * cache_wb_collect_locked -- mark every DIRTY buffer to write (pinned ones
+ * only with UBJ_WB_PINNED) io_busy and list it in c->wb_ents; first waits
+ * for DIRTY buffers another thread is writing.  Returns the count.
+ */
+static uint32_t cache_wb_collect_locked(struct ubj_cache *c, unsigned flags)
+{
+    for (;;) {
+        bool waited = false;
+        for (uint32_t i = 0; i < c->nbufs && !waited; i++) {
+            struct ubj_buf *b = &c->bufs[i];
+            if (b->d->state == UBJ_BUF_DIRTY && b->io_busy) {
+                pthread_cond_wait(&c->io_cv, &c->lock);
+                waited = true;
+            }
+        }
+        if (!waited)
+            break;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->nbufs; i++) {
+        struct ubj_buf *b = &c->bufs[i];
+        if (b->d->state != UBJ_BUF_DIRTY)
+            continue;
+        if ((b->flags & UBJ_BUF_PINNED) && !(flags & UBJ_WB_PINNED))
+            continue;
+        b->io_busy = 1;
+        b->flags &= ~CACHE_BUF_REDIRTY;
+        c->wb_ents[n++] = (struct cache_wb_ent){
+            .blkno = b->d->blkno, .idx = i,
+            .seal = (b->flags & UBJ_BUF_SEAL) != 0,
+        };
+    }
+    return n;
+}
+
+/*
+ * cache_wb_run -- seal and write entries e[0..n) (consecutive block
+ * numbers) with one device write: straight from the pool when their
+ * buffers are adjacent in the same order, else through the bounce buffer.
+ * Sets each entry's rc.  Runs without c->lock.
+ */
+static void cache_wb_run(struct ubj_cache *c, struct cache_wb_ent *e, uint32_t n)
+{
+    bool adjacent = true;
+    for (uint32_t k = 0; k < n; k++) {
+        uint8_t *p = c->data + (size_t)e[k].idx * CACHE_BS;
+        if (e[k].seal && c->cfg.seal != NULL)
+            c->cfg.seal(c->cfg.ctx, e[k].blkno, p);
+        adjacent = adjacent && (k == 0 || e[k].idx == e[k - 1].idx + 1);
+    }
+    const uint8_t *src = c->data + (size_t)e[0].idx * CACHE_BS;
+    if (!adjacent) {
+        for (uint32_t k = 0; k < n; k++)
+            memcpy(c->wb_bounce + (size_t)k * CACHE_BS,
+                   c->data + (size_t)e[k].idx * CACHE_BS, CACHE_BS);
+        src = c->wb_bounce;
+    }
+    int rc = ubj_bdev_write(c->dev, e[0].blkno, n, src);
+    for (uint32_t k = 0; k < n; k++)
+        e[k].rc = rc;
+}
+
+/* cache_wb_write -- write the sorted entries in runs of consecutive blocks. */
+static void cache_wb_write(struct ubj_cache *c, uint32_t n)
+{
+    struct cache_wb_ent *e = c->wb_ents;
+    for (uint32_t k = 0; k < n;) {
+        uint32_t len = 1;
+        while (k + len < n && len < CACHE_WB_MAX_RUN &&
+               e[k + len].blkno == e[k].blkno + len)
+            len++;
+        cache_wb_run(c, e + k, len);
+        k += len;
+    }
+}
+
+/* ubj_cache_writeback -- write every DIRTY buffer home in block order. */
+int ubj_cache_writeback(struct ubj_cache *c, unsigned flags)
+{
+    pthread_mutex_lock(&c->wb_lock);
+    pthread_mutex_lock(&c->lock);
+    uint32_t n = cache_wb_collect_locked(c, flags);
+    pthread_mutex_unlock(&c->lock);
+
+    qsort(c->wb_ents, n, sizeof *c->wb_ents, cache_wb_cmp);
+    cache_wb_write(c, n);
+
+    int rc = 0;
+    pthread_mutex_lock(&c->lock);
+    for (uint32_t k = 0; k < n; k++) {
+        const struct cache_wb_ent *e = &c->wb_ents[k];
+        if (e->rc < 0 && rc == 0)
+            rc = e->rc;
+        cache_io_done_locked(c, &c->bufs[e->idx], e->rc);
+    }
+    assert(assert_cache_invariants(c));
+    pthread_mutex_unlock(&c->lock);
+
+    if (flags & UBJ_WB_FLUSH) {
+        int frc = ubj_bdev_flush(c->dev);
+        if (rc == 0)
+            rc = frc;
+    }
+    pthread_mutex_unlock(&c->wb_lock);
+    return rc;   /* 0 or the first device error (its message is set) */
+}
+
+/* ---- dropping buffers ---------------------------------------------------- */
+
+/* ubj_cache_forget -- drop every cached version of a freed block. */
+void ubj_cache_forget(struct ubj_cache *c, uint64_t blkno)
+{
+    pthread_mutex_lock(&c->lock);
+    struct ubj_buf *b = cache_find_locked(c, blkno);
+    while (b != NULL) {
+        uint32_t older = b->d->older;
+        uint32_t st = b->d->state;
+        if ((b->refcnt > 0 || b->io_busy) &&
+            (st == UBJ_BUF_DIRTY || st == UBJ_BUF_FROZEN))
+            cache_set_state_locked(c, b, UBJ_BUF_CLEAN, b->d->txid);
+        if (b->refcnt > 0 || b->io_busy) {
+            cache_detach_locked(c, b);
+            b->flags |= CACHE_BUF_GONE;
+        } else {
+            cache_set_state_locked(c, b, UBJ_BUF_FREE, b->d->txid);
+        }
+        b = older == UBJ_NOBUF ? NULL : &c->bufs[older];
+    }
+    assert(cache_find_locked(c, blkno) == NULL);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ubj_cache_invalidate -- drop every unreferenced CLEAN buffer. */
+void ubj_cache_invalidate(struct ubj_cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    for (uint32_t i = 0; i < c->nbufs; i++) {
+        struct ubj_buf *b = &c->bufs[i];
+        if (b->d->state == UBJ_BUF_CLEAN && b->refcnt == 0 && !b->io_busy &&
+            b->d->older == UBJ_NOBUF)
+            cache_set_state_locked(c, b, UBJ_BUF_FREE, b->d->txid);
+    }
+    assert(assert_cache_invariants(c));
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- accessors ----------------------------------------------------------- */
+
+/* ubj_cache_stats_get -- a snapshot of the counters. */
+void ubj_cache_stats_get(struct ubj_cache *c, struct ubj_cache_stats *out)
+{
+    pthread_mutex_lock(&c->lock);
+    *out = c->stats;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ubj_cache_nbufs -- number of buffers. */
+uint32_t ubj_cache_nbufs(const struct ubj_cache *c)
+{
+    return c->nbufs;
+}
+
+/* ubj_cache_dev -- the device under the cache. */
+struct ubj_bdev *ubj_cache_dev(const struct ubj_cache *c)
+{
+    return c->dev;
+}
+
+/* ubj_cache_buf_at -- buffer number idx, or NULL past the end. */
+struct ubj_buf *ubj_cache_buf_at(struct ubj_cache *c, uint32_t idx)
+{
+    return idx < c->nbufs ? &c->bufs[idx] : NULL;
+}

@@ -1,0 +1,156 @@
+/*
+ * none.c -- consistency mode `none`: ext2-like write-back caching with no
+ * crash guarantees.
+ *
+ * What it guarantees:
+ *  - After a crash: nothing.  Dirty buffers reach the device in whatever
+ *    order the cache's eviction, the periodic tick and commits write them,
+ *    with no ordering between data and metadata or between blocks, so an
+ *    image may need fsck repair and may show any mix of old and new blocks.
+ *  - fsync/fdatasync/sync (ubj_txn_commit) write EVERY dirty buffer home
+ *    and then flush the device: when it returns 0, everything changed
+ *    before the call is durable (not only the file's blocks).
+ *  - Unmount writes everything home and flushes.
+ *
+ * What each operation does:
+ *   start         hand out the handle embedded in the per-mount state
+ *                 (the file system runs one operation at a time per mount,
+ *                 under its mount lock); nested starts share it, as in
+ *                 jbd2, counted by `depth`
+ *   write_access  nothing: buffers are modified in place
+ *   dirty         ubj_cache_mark_dirty(kind, t->txid)
+ *   forget        ubj_cache_forget: a freed block's dirty copy is dropped
+ *   stop          0
+ *   commit        ubj_cache_writeback(UBJ_WB_FLUSH); counts a commit and a
+ *                 device flush; the next transaction id
+ *   tick/reclaim  ubj_cache_writeback without a flush
+ *   unmount       a commit, then frees the per-mount state
+ *
+ * Invariants: t->priv is a struct none_state from mount to unmount;
+ * state->depth is the number of started, not yet stopped, handles (0 or,
+ * when nested, more) and state->h.t == t.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include "txn/mode.h"
+
+/* from src/util/errormsg.c */
+int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Per-mount state of mode none. */
+struct none_state {
+    struct ubj_handle h;   /* the one handle, embedded */
+    uint32_t depth;        /* started and not stopped */
+};
+
+/* none_of -- the per-mount state of t. */
+static inline struct none_state *none_of(struct ubj_txn *t)
+{
+    return t->priv;
+}
+
+/* none_mount -- allocate the per-mount state; there is nothing to recover. */
+static int none_mount(struct ubj_txn *t)
+{
+    struct none_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return ubj_set_error(-ENOMEM, "mode none: out of memory");
+    s->h.t = t;
+    t->priv = s;
+    return 0;
+}
+
+/* none_commit -- write every dirty buffer home and flush the device. */
+static int none_commit(struct ubj_txn *t, unsigned flags)
+{
+    (void)flags;   /* durable either way: there is nothing cheaper to do */
+    int rc = ubj_cache_writeback(t->cache, UBJ_WB_FLUSH);
+    t->stats.commits++;
+    t->stats.dev_flushes++;
+    t->txid++;
+    return rc;
+}
+
+/* none_unmount -- a final commit, then free the state. */
+static int none_unmount(struct ubj_txn *t)
+{
+    int rc = none_commit(t, UBJ_COMMIT_WAIT);
+    assert(none_of(t)->depth == 0);
+    free(t->priv);
+    t->priv = NULL;
+    return rc;
+}
+
+/* none_start -- the embedded handle, credits added up when nested. */
+static int none_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h)
+{
+    struct none_state *s = none_of(t);
+    if (s->depth++ == 0) {
+        s->h.credits = 0;
+        s->h.used = 0;
+    }
+    s->h.credits += credits;
+    *h = &s->h;
+    return 0;
+}
+
+/* none_write_access -- buffers are changed in place: nothing to do. */
+static int none_write_access(struct ubj_handle *h, struct ubj_buf **b)
+{
+    (void)h;
+    (void)b;
+    return 0;
+}
+
+/* none_dirty -- mark the buffer DIRTY in the running transaction. */
+static int none_dirty(struct ubj_handle *h, struct ubj_buf *b,
+                      enum ubj_buf_kind kind)
+{
+    ubj_cache_mark_dirty(h->t->cache, b, kind, h->t->txid);
+    h->used++;
+    return 0;
+}
+
+/* none_forget -- drop every cached copy of the freed block. */
+static int none_forget(struct ubj_handle *h, uint64_t blkno)
+{
+    ubj_cache_forget(h->t->cache, blkno);
+    return 0;
+}
+
+/* none_stop -- end (one level of) the handle. */
+static int none_stop(struct ubj_handle *h)
+{
+    struct none_state *s = none_of(h->t);
+    assert(h == &s->h && s->depth > 0);
+    s->depth--;
+    return 0;
+}
+
+/* none_tick -- periodic write-back, without a flush. */
+static int none_tick(struct ubj_txn *t)
+{
+    return ubj_cache_writeback(t->cache, 0);
+}
+
+/* none_reclaim -- make buffers reusable by writing the dirty ones home. */
+static int none_reclaim(struct ubj_txn *t)
+{
+    return ubj_cache_writeback(t->cache, 0);
+}
+
+const struct ubj_mode_ops ubj_mode_none = {
+    .version = UBJ_MODE_OPS_VERSION,
+    .name = "none",
+    .mount = none_mount,
+    .unmount = none_unmount,
+    .start = none_start,
+    .write_access = none_write_access,
+    .dirty = none_dirty,
+    .forget = none_forget,
+    .stop = none_stop,
+    .commit = none_commit,
+    .tick = none_tick,
+    .reclaim = none_reclaim,
+};
