@@ -1,0 +1,412 @@
+/*
+ * alloc.c -- the block and inode bitmaps: allocate, free, free counts.
+ *
+ * Both bitmaps are arrays of metadata blocks read and changed through the
+ * cache (fs_meta_read / fs_meta_write_begin / fs_meta_dirty); bit n of the
+ * map (bit n % UBJ_BITMAP_BITS of bitmap block n / UBJ_BITMAP_BITS, LSB
+ * first after the block header) is block or inode n.
+ *
+ * In memory, per bitmap block (struct fs_alloc, built lazily: mount reads
+ * nothing):
+ *   cnt[i]  free bits in block i, or ALLOC_UNKNOWN until block i is first
+ *           read; a known 0 lets a search skip the block without I/O.
+ *   low[i]  a lower bound of the first free bit in block i: every bit
+ *           below it (in the allocatable range) is in use.  Raised by
+ *           searches and allocations, lowered by frees.
+ * Invariants: cnt[i], when known, equals the zero bits of block i's newest
+ * version; only bits in [lo, hi) (data blocks [data_start, nblocks),
+ * inodes [1, ninodes)) are ever allocated or freed, so metadata and
+ * out-of-range bits can never be handed out even if a corrupt bitmap
+ * clears them.  sb.free_blocks / sb.free_inodes move with every change
+ * and are written to block 0's buffer (fs_super_dirty) each time.
+ *
+ * Policy: next-fit from a goal (the caller's, else the cursor), taking the
+ * first free bit found and the run of free bits after it, up to `want`,
+ * within one bitmap block.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fs/fs.h"
+
+#define ALLOC_UNKNOWN UINT32_MAX
+#define ALLOC_WORDS (UBJ_BITMAP_BITS / 64u)   /* 510 */
+
+struct fs_alloc {
+    uint64_t nbb, nib;     /* bitmap blocks: block map, inode map */
+    uint32_t *bcnt, *blow; /* per block-bitmap block */
+    uint32_t *icnt, *ilow; /* per inode-bitmap block */
+};
+
+/* One bitmap as the generic code sees it. */
+struct alloc_map {
+    uint64_t start;        /* first bitmap block */
+    uint64_t nblk;         /* bitmap blocks */
+    uint64_t lo, hi;       /* allocatable bits [lo, hi) */
+    uint32_t magic;
+    uint32_t *cnt, *low;
+    const char *what;      /* "block" / "inode" */
+};
+
+static_assert(UBJ_BITMAP_BITS % 64u == 0, "bitmap words");
+
+/* alloc_bmap -- the block bitmap. */
+static void alloc_bmap(struct ubj_fs *fs, struct alloc_map *m)
+{
+    m->start = fs->sb.bb_start;
+    m->nblk = fs->alloc->nbb;
+    m->lo = fs->sb.data_start;
+    m->hi = fs->sb.nblocks;
+    m->magic = UBJ_MAGIC_BBITMAP;
+    m->cnt = fs->alloc->bcnt;
+    m->low = fs->alloc->blow;
+    m->what = "block";
+}
+
+/* alloc_imap -- the inode bitmap. */
+static void alloc_imap(struct ubj_fs *fs, struct alloc_map *m)
+{
+    m->start = fs->sb.ib_start;
+    m->nblk = fs->alloc->nib;
+    m->lo = 1;
+    m->hi = fs->sb.ninodes;
+    m->magic = UBJ_MAGIC_IBITMAP;
+    m->cnt = fs->alloc->icnt;
+    m->low = fs->alloc->ilow;
+    m->what = "inode";
+}
+
+/* fs_alloc_init -- allocate the per-bitmap-block arrays (all unknown). */
+int fs_alloc_init(struct ubj_fs *fs)
+{
+    struct fs_alloc *a = calloc(1, sizeof *a);
+    if (!a)
+        return ubj_set_error(-ENOMEM, "mount: out of memory");
+    a->nbb = fs->sb.bb_blocks;
+    a->nib = fs->sb.ib_blocks;
+    a->bcnt = malloc(a->nbb * sizeof *a->bcnt);
+    a->blow = calloc(a->nbb, sizeof *a->blow);
+    a->icnt = malloc(a->nib * sizeof *a->icnt);
+    a->ilow = calloc(a->nib, sizeof *a->ilow);
+    fs->alloc = a;
+    if (!a->bcnt || !a->blow || !a->icnt || !a->ilow) {
+        fs_alloc_fini(fs);
+        return ubj_set_error(-ENOMEM, "mount: out of memory");
+    }
+    for (uint64_t i = 0; i < a->nbb; i++)
+        a->bcnt[i] = ALLOC_UNKNOWN;
+    for (uint64_t i = 0; i < a->nib; i++)
+        a->icnt[i] = ALLOC_UNKNOWN;
+    return 0;
+}
+
+/* fs_alloc_fini -- free the arrays. */
+void fs_alloc_fini(struct ubj_fs *fs)
+{
+    struct fs_alloc *a = fs->alloc;
+    if (!a)
+        return;
+    free(a->bcnt);
+    free(a->blow);
+    free(a->icnt);
+    free(a->ilow);
+    free(a);
+    fs->alloc = NULL;
+}
+
+/* ---- bit operations on one bitmap block (510 words) ---------------------- */
+
+/* alloc_words -- the bitmap words of a bitmap block's data. */
+static uint64_t *alloc_words(struct ubj_buf *b)
+{
+    return (uint64_t *)(b->data + sizeof(struct ubj_blkhdr));
+}
+
+/* alloc_find -- first bit in [from, to) equal to `val` (0/1); `to` if none. */
+static uint32_t alloc_find(const uint64_t *w, uint32_t from, uint32_t to, int val)
+{
+    uint64_t flip = val ? 0 : ~0ULL;
+    uint32_t i = from / 64;
+    if (from >= to)
+        return to;
+    uint64_t x = (w[i] ^ flip) & (~0ULL << (from % 64));
+    for (;;) {
+        if (x) {
+            uint32_t bit = i * 64 + (uint32_t)__builtin_ctzll(x);
+            return bit < to ? bit : to;
+        }
+        if (++i * 64 >= to)
+            return to;
+        x = w[i] ^ flip;
+    }
+}
+
+/* alloc_mark -- set (val 1) or clear bits [from, from + n). */
+static void alloc_mark(uint64_t *w, uint32_t from, uint32_t n, int val)
+{
+    uint32_t to = from + n;
+    while (from < to) {
+        uint32_t i = from / 64, s = from % 64;
+        uint32_t k = 64 - s < to - from ? 64 - s : to - from;
+        uint64_t mask = (k == 64 ? ~0ULL : ((1ULL << k) - 1)) << s;
+        if (val)
+            w[i] |= mask;
+        else
+            w[i] &= ~mask;
+        from += k;
+    }
+}
+
+/* alloc_zeros -- free bits in a whole bitmap block. */
+static uint32_t alloc_zeros(const uint64_t *w)
+{
+    uint32_t ones = 0;
+    for (uint32_t i = 0; i < ALLOC_WORDS; i++)
+        ones += (uint32_t)__builtin_popcountll(w[i]);
+    return UBJ_BITMAP_BITS - ones;
+}
+
+/* alloc_range -- the allocatable local bits [*lo, *hi) of bitmap block i;
+ * false if it has none. */
+static bool alloc_range(const struct alloc_map *m, uint64_t i, uint32_t *lo,
+                        uint32_t *hi)
+{
+    uint64_t base = i * UBJ_BITMAP_BITS, end = base + UBJ_BITMAP_BITS;
+    uint64_t l = m->lo > base ? m->lo : base;
+    uint64_t h = m->hi < end ? m->hi : end;
+    if (l >= h)
+        return false;
+    *lo = (uint32_t)(l - base);
+    *hi = (uint32_t)(h - base);
+    return true;
+}
+
+/* ---- allocation ------------------------------------------------------------ */
+
+/* alloc_take -- mark [bit, bit + n) of bitmap block i used. */
+static int alloc_take(struct ubj_fs *fs, struct ubj_handle *h,
+                      const struct alloc_map *m, uint64_t i, struct ubj_buf *b,
+                      uint32_t bit, uint32_t n)
+{
+    int rc = ubj_txn_write_access(h, &b);
+    if (rc < 0) {
+        ubj_cache_put(fs->cache, b);
+        return rc;
+    }
+    alloc_mark(alloc_words(b), bit, n, 1);
+    rc = fs_meta_dirty(fs, h, b);
+    ubj_cache_put(fs->cache, b);
+    if (rc < 0)
+        return rc;
+    m->cnt[i] -= n;
+    if (m->low[i] == bit)
+        m->low[i] = bit + n;
+    return 0;
+}
+
+/* alloc_in_block -- a run of up to `want` free bits of block i at or after
+ * local bit `from`.  1 and *bit,*got if allocated; 0 if none; -errno. */
+static int alloc_in_block(struct ubj_fs *fs, struct ubj_handle *h,
+                          const struct alloc_map *m, uint64_t i, uint32_t from,
+                          uint32_t want, uint32_t *bit, uint32_t *got)
+{
+    uint32_t lo, hi;
+    struct ubj_buf *b;
+    if (m->cnt[i] == 0 || !alloc_range(m, i, &lo, &hi))
+        return 0;
+    if (from < lo)
+        from = lo;
+    bool from_low = from <= m->low[i];
+    if (from_low)
+        from = m->low[i];
+    if (from >= hi)
+        return 0;
+    int rc = fs_meta_read(fs, m->start + i, m->magic, &b);
+    if (rc < 0)
+        return rc;
+    const uint64_t *w = alloc_words(b);
+    if (m->cnt[i] == ALLOC_UNKNOWN)
+        m->cnt[i] = alloc_zeros(w);
+    uint32_t f = alloc_find(w, from, hi, 0);
+    if (from_low)
+        m->low[i] = f;
+    if (f >= hi) {
+        ubj_cache_put(fs->cache, b);
+        return 0;
+    }
+    uint32_t limit = hi - f < want ? hi - f : want;
+    uint32_t e = alloc_find(w, f, f + limit, 1);
+    rc = alloc_take(fs, h, m, i, b, f, e - f);
+    if (rc < 0)
+        return rc;
+    *bit = f;
+    *got = e - f;
+    return 1;
+}
+
+/* alloc_search -- next-fit over every bitmap block from global bit `goal`,
+ * wrapping once.  0 and *start,*got; -ENOSPC; -errno. */
+static int alloc_search(struct ubj_fs *fs, struct ubj_handle *h,
+                        const struct alloc_map *m, uint64_t goal, uint32_t want,
+                        uint64_t *start, uint32_t *got)
+{
+    if (goal < m->lo || goal >= m->hi)
+        goal = m->lo;
+    uint64_t i0 = goal / UBJ_BITMAP_BITS;
+    uint32_t off = (uint32_t)(goal % UBJ_BITMAP_BITS), bit = 0;
+    /* every block once from the goal on, then the goal's block from 0 */
+    for (uint64_t k = 0; k <= m->nblk; k++) {
+        if (k == m->nblk && off == 0)
+            break;
+        uint64_t i = (i0 + k) % m->nblk;
+        int rc = alloc_in_block(fs, h, m, i, k == 0 ? off : 0, want, &bit, got);
+        if (rc < 0)
+            return rc;
+        if (rc > 0) {
+            *start = i * UBJ_BITMAP_BITS + bit;
+            return 0;
+        }
+    }
+    return -ENOSPC;
+}
+
+/* fs_balloc -- allocate up to `want` contiguous blocks near `goal`. */
+int fs_balloc(struct ubj_fs *fs, struct ubj_handle *h, uint64_t goal,
+              uint32_t want, uint64_t *start, uint32_t *got)
+{
+    struct alloc_map m;
+    if (want == 0)
+        return ubj_set_error(-EINVAL, "block allocation of 0 blocks");
+    if (fs->sb.free_blocks == 0)
+        return ubj_set_error(-ENOSPC, "no free blocks");
+    alloc_bmap(fs, &m);
+    if (goal < m.lo || goal >= m.hi)
+        goal = fs->balloc_hint;
+    int rc = alloc_search(fs, h, &m, goal, want, start, got);
+    if (rc == -ENOSPC)
+        return ubj_set_error(rc, "no free blocks (bitmaps full; the "
+                             "superblock counted %llu free)",
+                             (unsigned long long)fs->sb.free_blocks);
+    if (rc < 0)
+        return rc;
+    fs->balloc_hint = *start + *got;
+    fs->sb.free_blocks -= *got <= fs->sb.free_blocks ? *got : fs->sb.free_blocks;
+    return fs_super_dirty(fs, h);
+}
+
+/* fs_ialloc -- allocate an inode near `hint`. */
+int fs_ialloc(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t hint,
+              ubj_ino_t *out)
+{
+    struct alloc_map m;
+    uint64_t ino;
+    uint32_t got;
+    if (fs->sb.free_inodes == 0)
+        return ubj_set_error(-ENOSPC, "no free inodes");
+    alloc_imap(fs, &m);
+    if (hint < m.lo || hint >= m.hi)
+        hint = fs->ialloc_hint;
+    int rc = alloc_search(fs, h, &m, hint, 1, &ino, &got);
+    if (rc == -ENOSPC)
+        return ubj_set_error(rc, "no free inodes (bitmap full; the "
+                             "superblock counted %llu free)",
+                             (unsigned long long)fs->sb.free_inodes);
+    if (rc < 0)
+        return rc;
+    fs->ialloc_hint = ino + 1;
+    fs->sb.free_inodes--;
+    *out = ino;
+    return fs_super_dirty(fs, h);
+}
+
+/* ---- freeing --------------------------------------------------------------- */
+
+/* alloc_corrupt -- a bad free: sticky error, message, -EUCLEAN. */
+static int alloc_corrupt(struct ubj_fs *fs, const char *what, uint64_t start,
+                         uint64_t count, const char *why)
+{
+    if (!fs->error)
+        fs->error = -EUCLEAN;
+    return ubj_set_error(-EUCLEAN, "freeing %s%s %llu..%llu: %s", what,
+                         count > 1 ? "s" : "", (unsigned long long)start,
+                         (unsigned long long)(start + count - 1), why);
+}
+
+/* alloc_release -- clear bits [start, start + count) (in range, checked),
+ * refusing bits already clear.  Changes nothing on a double free within
+ * one bitmap block. */
+static int alloc_release(struct ubj_fs *fs, struct ubj_handle *h,
+                         const struct alloc_map *m, uint64_t start, uint64_t count)
+{
+    while (count > 0) {
+        uint64_t i = start / UBJ_BITMAP_BITS;
+        uint32_t bit = (uint32_t)(start % UBJ_BITMAP_BITS);
+        uint32_t n = UBJ_BITMAP_BITS - bit < count ? UBJ_BITMAP_BITS - bit
+                                                   : (uint32_t)count;
+        struct ubj_buf *b;
+        int rc = fs_meta_write_begin(fs, h, m->start + i, m->magic, false, &b);
+        if (rc < 0)
+            return rc;
+        uint64_t *w = alloc_words(b);
+        uint32_t z = alloc_find(w, bit, bit + n, 0);
+        if (z < bit + n) {
+            ubj_cache_put(fs->cache, b);
+            return alloc_corrupt(fs, m->what, start, count, "already free "
+                                 "(double free)");
+        }
+        if (m->cnt[i] == ALLOC_UNKNOWN)
+            m->cnt[i] = alloc_zeros(w) + n;
+        else
+            m->cnt[i] += n;
+        alloc_mark(w, bit, n, 0);
+        rc = fs_meta_dirty(fs, h, b);
+        ubj_cache_put(fs->cache, b);
+        if (rc < 0)
+            return rc;
+        if (bit < m->low[i])
+            m->low[i] = bit;
+        start += n;
+        count -= n;
+    }
+    return 0;
+}
+
+/* fs_bfree -- free blocks [start, start + count) and revoke them. */
+int fs_bfree(struct ubj_fs *fs, struct ubj_handle *h, uint64_t start, uint64_t count)
+{
+    struct alloc_map m;
+    if (count == 0)
+        return 0;
+    alloc_bmap(fs, &m);
+    if (start < m.lo || start >= m.hi || count > m.hi - start)
+        return alloc_corrupt(fs, "block", start, count,
+                             start < m.lo ? "not in the data area"
+                                          : "beyond the end of the image");
+    int rc = alloc_release(fs, h, &m, start, count);
+    if (rc < 0)
+        return rc;
+    for (uint64_t b = start; b < start + count; b++) {
+        rc = ubj_txn_forget(h, b);
+        if (rc < 0)
+            return rc;
+    }
+    uint64_t room = m.hi - m.lo - fs->sb.free_blocks;
+    fs->sb.free_blocks += count <= room ? count : room;
+    return fs_super_dirty(fs, h);
+}
+
+/* fs_ifree -- free inode `ino` in the bitmap. */
+int fs_ifree(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino)
+{
+    struct alloc_map m;
+    alloc_imap(fs, &m);
+    if (ino <= UBJ_ROOT_INO || ino >= m.hi)
+        return alloc_corrupt(fs, "inode", ino, 1, ino == UBJ_ROOT_INO
+                             ? "the root inode" : "out of range");
+    int rc = alloc_release(fs, h, &m, ino, 1);
+    if (rc < 0)
+        return rc;
+    if (fs->sb.free_inodes < m.hi - m.lo)
+        fs->sb.free_inodes++;
+    return fs_super_dirty(fs, h);
+}
