@@ -1,0 +1,337 @@
+/*
+ * mkfs.c -- `ubjfs mkfs` / `mkfs.ubjfs`: make an empty file system.
+ *
+ * Never silently overwrites user data: an existing image whose first block
+ * holds a ubjfs superblock or any nonzero byte needs --force, and so does
+ * --size on an existing non-empty file (its contents are discarded).  The
+ * image is locked with flock(LOCK_EX) for the whole run (the lock the
+ * other tools take), so a mounted image is refused.  A file mkfs creates
+ * is sized with ftruncate (sparse) and formatted with UBJ_FORMAT_ZEROED;
+ * if formatting fails, the file is removed again.  Options are validated
+ * (a trial format on a small RAM device) before anything is changed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "fs/format.h"
+#include "tools.h"
+
+#define MKFS_MIN_SIZE (1ULL << 20)                 /* 1 MiB */
+#define MKFS_MAX_SIZE ((1ULL << 40) * UBJ_BS)      /* 2^40 blocks: 4 PiB */
+
+struct mkfs_args {
+    const char *image;
+    uint64_t size;          /* bytes; 0 = not given */
+    struct ubj_format_opts fo;
+    bool force, quiet;
+};
+
+/* mkfs_usage -- the --help text. */
+static void mkfs_usage(void)
+{
+    printf("Usage: %s [OPTIONS] IMAGE\n"
+           "Make an empty ubjfs file system on IMAGE: a regular file (created,\n"
+           "sparse, if missing) or a block device.\n\n"
+           "Options:\n"
+           "  -s, --size SIZE    image size in bytes, or with a K, M, G, T or P suffix\n"
+           "                     (powers of 1024), from 1M to 4P; rounded down to a\n"
+           "                     multiple of 4096.  Required for a new file; for an\n"
+           "                     existing file it discards the contents (needs --force)\n"
+           "                     unless the file is empty.  Not for block devices.\n"
+           "  -N, --inodes N     number of inodes (default: one per 16 KiB, at least 64)\n"
+           "  -m, --mode MODE    consistency mode recorded as the mount default\n"
+           "                     (default: none)\n"
+           "  -L, --label LABEL  volume label, up to 31 bytes\n"
+           "  -f, --force        overwrite an existing file system or nonzero data\n"
+           "  -q, --quiet        print nothing on success\n"
+           "      --help         print this help\n\n"
+           "Without --size an existing file keeps its size.  An image whose first\n"
+           "block holds a ubjfs superblock or any nonzero byte is refused unless\n"
+           "--force is given.\n\n"
+           "Exit status: 0 made, 1 error (reported in one line; a refused image\n"
+           "is left untouched), 2 usage error.\n", tools_prog);
+}
+
+/* mkfs_parse -- options into *a; returns -1 to go on, else an exit code. */
+static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
+{
+    static const struct option lo[] = {
+        { "size", required_argument, NULL, 's' },
+        { "inodes", required_argument, NULL, 'N' },
+        { "mode", required_argument, NULL, 'm' },
+        { "label", required_argument, NULL, 'L' },
+        { "force", no_argument, NULL, 'f' },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'H' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "s:N:m:L:fq", lo, NULL)) != -1) {
+        switch (c) {
+        case 's': {
+            int rc = tools_parse_size(optarg, &a->size);
+            if (rc == -ERANGE)
+                return tools_usage_err("size '%s' is too large (maximum 4P)", optarg);
+            if (rc < 0)
+                return tools_usage_err("invalid size '%s' (bytes, or a number "
+                                       "with K, M, G, T or P)", optarg);
+            if (a->size < MKFS_MIN_SIZE)
+                return tools_usage_err("size '%s' is too small (minimum 1M)", optarg);
+            if (a->size > MKFS_MAX_SIZE)
+                return tools_usage_err("size '%s' is too large (maximum 4P)", optarg);
+            a->size -= a->size % UBJ_BS;
+            break;
+        }
+        case 'N':
+            if (tools_parse_u64(optarg, &a->fo.inodes) < 0 || a->fo.inodes == 0)
+                return tools_usage_err("invalid inode count '%s'", optarg);
+            break;
+        case 'm': a->fo.mode = optarg; break;
+        case 'L':
+            if (strlen(optarg) > 31)
+                return tools_usage_err("label '%s' is longer than 31 bytes", optarg);
+            a->fo.label = optarg;
+            break;
+        case 'f': a->force = true; break;
+        case 'q': a->quiet = true; break;
+        case 'H': mkfs_usage(); return TOOLS_EXIT_OK;
+        default: return tools_bad_option();
+        }
+    }
+    if (optind >= argc)
+        return tools_usage_err("missing IMAGE");
+    if (optind + 1 < argc)
+        return tools_usage_err("unexpected argument '%s'", argv[optind + 1]);
+    a->image = argv[optind];
+    return -1;
+}
+
+/* mkfs_trial -- validate the options on a RAM device before the image is
+ * touched.  -1 to go on, else an exit code. */
+static int mkfs_trial(const struct mkfs_args *a)
+{
+    int rc = tools_format_trial(&a->fo);
+    if (rc == -EINVAL)
+        return tools_usage_err("%s", tools_libmsg(rc));
+    if (rc < 0) {
+        tools_err("%s", tools_libmsg(rc));
+        return TOOLS_EXIT_ERR;
+    }
+    return -1;
+}
+
+/* mkfs_first_block -- classify the first 4 KiB: *nonzero, *ubjfs. */
+static int mkfs_first_block(int fd, bool *nonzero, bool *ubjfs)
+{
+    static unsigned char buf[UBJ_BS];
+    ssize_t n;
+    do {
+        n = pread(fd, buf, sizeof buf, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    *nonzero = false;
+    for (ssize_t i = 0; i < n; i++)
+        if (buf[i] != 0) {
+            *nonzero = true;
+            break;
+        }
+    uint32_t magic = 0;
+    if (n >= 4)
+        memcpy(&magic, buf, 4);
+    *ubjfs = magic == UBJ_MAGIC_SUPER;
+    return 0;
+}
+
+/* mkfs_check_existing -- refuse to overwrite data without --force. */
+static int mkfs_check_existing(const struct mkfs_args *a, int fd,
+                               const struct stat *st)
+{
+    bool nonzero = false, ubjfs = false;
+    int rc = mkfs_first_block(fd, &nonzero, &ubjfs);
+    if (rc < 0) {
+        tools_err("%s: read: %s", a->image, tools_strerror(rc));
+        return TOOLS_EXIT_ERR;
+    }
+    if (a->force)
+        return -1;
+    if (ubjfs) {
+        tools_err("%s already holds a ubjfs file system (use --force to "
+                  "overwrite it)", a->image);
+        return TOOLS_EXIT_ERR;
+    }
+    if (nonzero) {
+        tools_err("%s holds data (nonzero bytes in its first block); use "
+                  "--force to overwrite it", a->image);
+        return TOOLS_EXIT_ERR;
+    }
+    if (S_ISREG(st->st_mode) && a->size != 0 && st->st_size > 0) {
+        tools_err("%s exists (%lld bytes): --size would discard its contents; "
+                  "use --force", a->image, (long long)st->st_size);
+        return TOOLS_EXIT_ERR;
+    }
+    return -1;
+}
+
+/* mkfs_prepare -- size the image file; sets *zeroed.  -1 or an exit code. */
+static int mkfs_prepare(const struct mkfs_args *a, int fd, const struct stat *st,
+                        bool created, bool *zeroed)
+{
+    if (S_ISBLK(st->st_mode)) {
+        if (a->size != 0)
+            return tools_usage_err("--size cannot be used with a block device");
+        *zeroed = false;
+        return -1;
+    }
+    if (a->size == 0) {
+        if ((uint64_t)st->st_size < MKFS_MIN_SIZE) {
+            tools_err("%s is %lld bytes; an image needs at least 1M (give --size)",
+                      a->image, (long long)st->st_size);
+            return TOOLS_EXIT_ERR;
+        }
+        *zeroed = st->st_blocks == 0;    /* all holes: reads as zeros */
+        return -1;
+    }
+    if ((!created && ftruncate(fd, 0) != 0) ||
+        ftruncate(fd, (off_t)a->size) != 0) {
+        tools_err("%s: cannot size to %llu bytes: %s", a->image,
+                  (unsigned long long)a->size, strerror(errno));
+        return TOOLS_EXIT_ERR;
+    }
+    *zeroed = true;
+    return -1;
+}
+
+/* mkfs_summary -- print what was made, from the new superblock. */
+static int mkfs_summary(const struct mkfs_args *a, struct ubj_bdev *dev)
+{
+    struct ubj_super *sb = malloc(sizeof *sb);
+    if (sb == NULL) {
+        tools_err("out of memory");
+        return TOOLS_EXIT_ERR;
+    }
+    int rc = ubj_bdev_read(dev, 0, 1, sb);
+    if (rc < 0) {
+        tools_err("%s: reading the new superblock: %s", a->image, tools_libmsg(rc));
+        free(sb);
+        return TOOLS_EXIT_ERR;
+    }
+    if (!a->quiet) {
+        char sz[32], uu[37];
+        uint64_t bytes = sb->nblocks * UBJ_BS;
+        tools_fmt_size(bytes, sz, sizeof sz);
+        tools_uuid_string(sb->uuid, uu);
+        printf("Made a ubjfs file system on %s\n", a->image);
+        printf("  size:        %s (%llu bytes, %llu blocks of %u bytes)\n", sz,
+               (unsigned long long)bytes, (unsigned long long)sb->nblocks, UBJ_BS);
+        printf("  inodes:      %llu\n", (unsigned long long)sb->ninodes);
+        printf("  data blocks: %llu free from block %llu\n",
+               (unsigned long long)sb->free_blocks,
+               (unsigned long long)sb->data_start);
+        printf("  uuid:        %s\n", uu);
+        printf("  mode:        %s\n", a->fo.mode ? a->fo.mode : UBJ_MODE_NONE);
+        printf("  label:       %.31s\n", sb->label[0] ? sb->label : "(none)");
+    }
+    free(sb);
+    return TOOLS_EXIT_OK;
+}
+
+/* mkfs_format -- open the device, format, summarise.  An exit code. */
+static int mkfs_format(struct mkfs_args *a, bool zeroed)
+{
+    struct ubj_bdev *dev;
+    int rc = ubj_bdev_file_open(a->image, 0, 0, &dev);
+    if (rc < 0) {
+        tools_err("%s", tools_libmsg(rc));
+        return TOOLS_EXIT_ERR;
+    }
+    a->fo.flags = zeroed ? UBJ_FORMAT_ZEROED : 0;
+    rc = ubj_format(dev, &a->fo);
+    if (rc == 0)
+        rc = ubj_bdev_flush(dev);
+    if (rc < 0) {
+        tools_err("%s: %s", a->image, tools_libmsg(rc));
+        ubj_bdev_destroy(dev);
+        return TOOLS_EXIT_ERR;
+    }
+    int ret = mkfs_summary(a, dev);
+    ubj_bdev_destroy(dev);
+    return ret;
+}
+
+/* mkfs_open -- open (or create) and lock the image; fd or -1 (reported). */
+static int mkfs_open(const struct mkfs_args *a, bool *created)
+{
+    *created = false;
+    int fd = open(a->image, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == ENOENT) {
+        if (a->size == 0) {
+            tools_err("%s does not exist: give --size to create it", a->image);
+            return -1;
+        }
+        fd = open(a->image, O_RDWR | O_CLOEXEC | O_CREAT | O_EXCL, 0666);
+        *created = fd >= 0;
+    }
+    if (fd < 0) {
+        tools_err("%s: %s", a->image, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        tools_err("%s: %s", a->image, errno == EWOULDBLOCK
+                  ? "in use (mounted or locked by another program)" : strerror(errno));
+        close(fd);
+        if (*created)
+            unlink(a->image);
+        return -1;
+    }
+    return fd;
+}
+
+/* mkfs_run -- open, check, size and format the image.  An exit code. */
+static int mkfs_run(struct mkfs_args *a)
+{
+    bool created, zeroed = false;
+    int fd = mkfs_open(a, &created);
+    if (fd < 0)
+        return TOOLS_EXIT_ERR;
+    struct stat st;
+    int ret = -1;
+    if (fstat(fd, &st) != 0) {
+        tools_err("%s: %s", a->image, strerror(errno));
+        ret = TOOLS_EXIT_ERR;
+    } else if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+        tools_err("%s: not a regular file or block device", a->image);
+        ret = TOOLS_EXIT_ERR;
+    }
+    if (ret < 0 && !created)
+        ret = mkfs_check_existing(a, fd, &st);
+    if (ret < 0)
+        ret = mkfs_prepare(a, fd, &st, created, &zeroed);
+    if (ret < 0)
+        ret = mkfs_format(a, zeroed);
+    if (ret != TOOLS_EXIT_OK && created)
+        unlink(a->image);
+    close(fd);                   /* drops the lock */
+    return ret;
+}
+
+/* tools_mkfs_main -- `ubjfs mkfs`. */
+int tools_mkfs_main(int argc, char **argv)
+{
+    struct mkfs_args a;
+    memset(&a, 0, sizeof a);
+    int ret = mkfs_parse(argc, argv, &a);
+    if (ret >= 0)
+        return ret;
+    ret = mkfs_trial(&a);
+    if (ret >= 0)
+        return ret;
+    return mkfs_run(&a);
+}

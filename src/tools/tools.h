@@ -1,0 +1,157 @@
+/*
+ * tools.h -- what the `ubjfs` command-line tool's subcommands share
+ * (src/tools/util.c): the program name used in messages, error printing,
+ * size and number parsing, IMAGE:/path arguments, opening and mounting an
+ * image, directory listings, mode strings and time formatting.
+ *
+ * The tools use only the public API (the headers in include/ubjfs/); inspect and mkfs
+ * also read the superblock through src/fs/format.h.
+ *
+ * Exit codes every subcommand follows unless its --help says otherwise:
+ * 0 success, 1 an error (after reporting it), 2 a usage error.
+ */
+#ifndef UBJ_TOOLS_TOOLS_H
+#define UBJ_TOOLS_TOOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include "ubjfs/ubjfs.h"
+
+#define TOOLS_VERSION "0.1.0"
+
+#define TOOLS_EXIT_OK    0
+#define TOOLS_EXIT_ERR   1
+#define TOOLS_EXIT_USAGE 2
+
+#define TOOLS_CHUNK (1u << 20)   /* bytes per read/write when copying */
+
+/* One subcommand: run(argc, argv) with argv[0] = tools_prog. */
+struct tools_cmd {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+/* The subcommands (one file each). */
+int tools_mkfs_main(int argc, char **argv);
+int tools_fsck_main(int argc, char **argv);
+int tools_cp_main(int argc, char **argv);
+int tools_ls_main(int argc, char **argv);
+int tools_cat_main(int argc, char **argv);
+int tools_stat_main(int argc, char **argv);
+int tools_inspect_main(int argc, char **argv);
+int tools_bench_main(int argc, char **argv);
+
+/* ---- messages ---------------------------------------------------------- */
+
+/* "ubjfs cp", "mkfs.ubjfs", ...: the prefix of every message. */
+extern const char *tools_prog;
+
+/* tools_err -- print "PROG: MESSAGE\n" on stderr. */
+void tools_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* tools_usage_err -- print "PROG: MESSAGE" and a --help hint; returns 2. */
+int tools_usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* tools_bad_option -- the getopt '?' case: the hint only; returns 2. */
+int tools_bad_option(void);
+
+/* tools_strerror -- strerror of a negative errno value. */
+const char *tools_strerror(int rc);
+
+/* tools_libmsg -- the library's message for a failed call returning rc
+ * (ubj_errormsg()), or strerror(-rc) when the library set none. */
+const char *tools_libmsg(int rc);
+
+/* ---- parsing ----------------------------------------------------------- */
+
+/* tools_parse_size -- "4096", "64K", "1M", "3G", "1T", "2P" (powers of
+ * 1024, case-insensitive).  0 and *out; -EINVAL (syntax); -ERANGE. */
+int tools_parse_size(const char *s, uint64_t *out);
+
+/* tools_parse_u64 -- a plain decimal number.  0; -EINVAL; -ERANGE. */
+int tools_parse_u64(const char *s, uint64_t *out);
+
+/* tools_fmt_size -- "1 GiB", "1.50 MiB", "512 bytes" into buf. */
+void tools_fmt_size(uint64_t bytes, char *buf, size_t len);
+
+/* ---- IMAGE:/path arguments ------------------------------------------- */
+
+struct tools_spec {
+    char *image;   /* host path of the image */
+    char *path;    /* absolute path inside the image ("/" at least) */
+};
+
+/*
+ * tools_spec_parse -- split "IMAGE:/path" (also "IMAGE:" = the root and
+ * "IMAGE:rel" = "/rel").  The split is at the first ':' whose prefix names
+ * an existing regular file or block device; with `force`, at the first ':'
+ * anyway (the image may be missing: the error comes at open).  Returns 1
+ * and *out filled (free with tools_spec_free), 0 if `arg` is a host path,
+ * -ENOMEM.
+ */
+int tools_spec_parse(const char *arg, bool force, struct tools_spec *out);
+void tools_spec_free(struct tools_spec *s);
+
+/* tools_specs_check -- every one of the n operands has the IMAGE:/path
+ * form; else a usage error is reported and 2 returned (0 if all do). */
+int tools_specs_check(int n, char **ops);
+
+/* ---- images ------------------------------------------------------------ */
+
+struct tools_img {
+    const char *name;       /* host path, for messages */
+    struct ubj_bdev *dev;
+    struct ubj_fs *fs;
+};
+
+/* tools_img_mount -- open `image` (exclusive; read-only unless rw) and
+ * mount it without the timer thread.  Reports failures.  0 or -1. */
+int tools_img_mount(struct tools_img *img, const char *image, bool rw);
+
+/* tools_img_unmount -- unmount and close; reports ubj_unmount's error.
+ * 0 or -1. */
+int tools_img_unmount(struct tools_img *img);
+
+/* tools_format_trial -- ubj_format a small RAM device with `fo` (inode
+ * count ignored): catches an unknown mode or a bad label before anything
+ * real is touched.  0 or ubj_format's error (ubj_errormsg() says why). */
+int tools_format_trial(const struct ubj_format_opts *fo);
+
+/* ---- directory listings ---------------------------------------------- */
+
+struct tools_dirent {
+    char *name;           /* NUL-terminated copy */
+    ubj_ino_t ino;
+    unsigned type;        /* DT_* */
+};
+
+struct tools_dirlist {
+    struct tools_dirent *v;
+    size_t n, cap;
+};
+
+/* tools_readdir_all -- every entry of directory `ino` sorted by name
+ * (bytewise); "." and ".." only if `dots`.  0 or a negative errno. */
+int tools_readdir_all(struct ubj_fs *fs, ubj_ino_t ino, bool dots,
+                      struct tools_dirlist *out);
+void tools_dirlist_free(struct tools_dirlist *l);
+
+/* ---- formatting -------------------------------------------------------- */
+
+/* tools_mode_string -- "drwxr-xr-x" (10 characters + NUL). */
+void tools_mode_string(uint32_t mode, char out[11]);
+
+/* tools_fmt_time -- local time "2024-11-29 21:50" (ns: with seconds,
+ * nanoseconds and the zone, "2024-11-29 21:50:07.123456789 +0000"). */
+void tools_fmt_time(const struct timespec *ts, bool ns, char *buf, size_t len);
+
+/* tools_join -- "dir/name" (no doubled '/'); malloc'd, NULL on ENOMEM. */
+char *tools_join(const char *dir, const char *name);
+
+/* tools_uuid_string -- the usual 36-character text of a 16-byte uuid. */
+void tools_uuid_string(const uint8_t uuid[16], char out[37]);
+
+#endif /* UBJ_TOOLS_TOOLS_H */
