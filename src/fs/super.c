@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <uuid/uuid.h>
 #include "fs/fs.h"
 
 #define SUPER_MIN_BLOCKS 256u
@@ -463,7 +464,7 @@ static void super_fill(struct ubj_super *sb, const struct super_layout *l,
     if (memcmp(o->uuid, nouuid, 16) != 0)
         memcpy(sb->uuid, o->uuid, 16);
     else
-        super_random(sb->uuid, 16);
+        uuid_generate_random(sb->uuid);   /* RFC 4122 version 4 (libuuid) */
     sb->bb_start = 1;
     sb->bb_blocks = l->bb_blocks;
     sb->ib_start = 1 + l->bb_blocks;
