@@ -37,6 +37,7 @@
 #define UBJ_MAGIC_INODES  0x444e4955u /* "UIND" */
 #define UBJ_MAGIC_EXTENT  0x54584555u /* "UEXT" */
 #define UBJ_MAGIC_DIR     0x52494455u /* "UDIR" */
+#define UBJ_MAGIC_XATTR   0x54415855u /* "UXAT" */
 
 struct ubj_blkhdr {
     uint32_t magic;    /* UBJ_MAGIC_* */
@@ -52,6 +53,7 @@ static_assert(sizeof(struct ubj_blkhdr) == 16, "blkhdr");
 
 /* Consistency mode recorded at mkfs (default for mount). */
 #define UBJ_FMT_MODE_NONE 0u
+#define UBJ_FMT_MODE_UBJ  1u   /* NVM-resident cache, commit in place (docs/UBJ.md) */
 
 struct ubj_super {
     struct ubj_blkhdr hdr;       /*   0 magic UBJ_MAGIC_SUPER, blkno 0 */
@@ -158,7 +160,7 @@ struct ubj_inode {
     uint32_t flags;             /*  80 UBJ_IFL_* */
     uint32_t generation;        /*  84 */
     uint64_t rdev;              /*  88 device nodes */
-    uint64_t xattr_blk;         /*  96 reserved for extended attributes (0) */
+    uint64_t xattr_blk;         /*  96 extended attributes block (0: none) */
     uint64_t orphan_next;       /* 104 next inode on the orphan list, 0 = end */
     uint64_t parent;            /* 112 directories: the parent ("..") */
     uint64_t reserved;          /* 120 */
@@ -199,5 +201,35 @@ struct ubj_dir_node {
 #define UBJ_DIR_SPACE (UBJ_BS - UBJ_DIR_REC_OFF)   /* 4064 bytes */
 #define UBJ_DIR_LEAF_FIXED 18u
 #define UBJ_DIR_FIRST_KEY 0x100u
+
+/* ---- extended attributes ---------------------------------------------- */
+/*
+ * An inode's extended attributes live in one UBJ_MAGIC_XATTR block named by
+ * the inode's xattr_blk (0: none; the block counts in the inode's
+ * `blocks`).  After the block header and the xattr header, records are
+ * packed from offset 32:
+ *   u8 ns (UBJ_XATTR_NS_*), u8 name_len (1..255 without the prefix),
+ *   u16 value_len, name (without its "user."/"trusted."/"security."
+ *   prefix), value; each record padded with zeros to a multiple of 4.
+ * Records are sorted by (ns, name bytes, name length), names unique; a
+ * block holds at least one record (the last removal frees it).  So the
+ * names and values of one inode fit in 4064 bytes: one value is at most
+ * 4059 bytes (UBJ_XATTR_VALUE_MAX, with a 1-byte name).
+ */
+#define UBJ_XATTR_NS_USER     1u   /* "user." */
+#define UBJ_XATTR_NS_TRUSTED  2u   /* "trusted." */
+#define UBJ_XATTR_NS_SECURITY 3u   /* "security." */
+struct ubj_xattr_node {
+    struct ubj_blkhdr hdr;   /*  0 magic UBJ_MAGIC_XATTR */
+    uint64_t owner;          /* 16 the inode number */
+    uint16_t count;          /* 24 records */
+    uint16_t used;           /* 26 bytes of records from offset 32 (padded) */
+    uint32_t reserved;       /* 28 zero */
+};
+static_assert(sizeof(struct ubj_xattr_node) == 32, "xattr node");
+#define UBJ_XATTR_REC_OFF 32u
+#define UBJ_XATTR_SPACE (UBJ_BS - UBJ_XATTR_REC_OFF)   /* 4064 bytes */
+#define UBJ_XATTR_REC_FIXED 4u
+#define UBJ_XATTR_VALUE_MAX (UBJ_XATTR_SPACE - UBJ_XATTR_REC_FIXED - 1u) /* 4059 */
 
 #endif /* UBJ_FS_FORMAT_H */
