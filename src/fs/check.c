@@ -72,7 +72,7 @@
 #define CK_NONE UINT64_MAX
 #define CK_LL(x) ((unsigned long long)(x))
 
-enum ck_kind { CK_DATA = 0, CK_EXTNODE = 1, CK_DIRNODE = 2, CK_XATTRNODE = 3 };
+enum ck_kind { CK_DATA = 0, CK_EXTNODE = 1, CK_DIRNODE = 2 };
 
 /* Inode record flags. */
 #define CK_DEAD    0x0001u  /* free, or freed by the repair */
@@ -99,8 +99,7 @@ struct ck_ino {
     uint64_t parent;        /* on disk (directories) */
     uint64_t onext;         /* orphan_next on disk */
     uint64_t want_size;     /* with CK_XSIZE */
-    uint64_t blocks;        /* counted: data + tree nodes + xattr block */
-    uint64_t xblocks;       /* 1 if the inode keeps an xattr block */
+    uint64_t blocks;        /* counted: data + tree nodes */
     uint64_t entries;       /* directories: names kept */
     uint64_t nodes;         /* directories: tree nodes counted */
     uint64_t pdir;          /* directories: the one holding its name */
@@ -640,9 +639,6 @@ static void ck_super_fields(struct ck *ck)
     }
     if (sb->state & UBJ_STATE_MOUNTED)
         ck_note(ck, "the file system was not cleanly unmounted (state MOUNTED)");
-    if ((sb->state & UBJ_STATE_MOUNTED) && sb->mode == UBJ_FMT_MODE_UBJ)
-        ck_note(ck, "mode ubj: committed blocks may still be in its NVM cache, "
-                "not on the device; mount it first to recover them");
     if (sb->state & UBJ_STATE_ERRORS)
         ck_note(ck, "the file system has its ERRORS flag set");
 }
@@ -858,7 +854,7 @@ static void ck_file(struct ck *ck, struct ck_ino *r, const struct ubj_inode *ip)
     }
     if (w.bad)
         r->flags |= CK_REXT;
-    r->blocks = w.blocks + r->xblocks;
+    r->blocks = w.blocks;
     ck_blocks_check(ck, r, ip);
     uint64_t min = w.wend * UBJ_BS;
     if (ip->size > UBJ_MAX_FILE_SIZE || ck_div_up(ip->size, UBJ_BS) < w.wend) {
@@ -894,7 +890,7 @@ static void ck_symlink_long(struct ck *ck, struct ck_ino *r, const struct ubj_in
         ck_kill(ck, r, "target contains a NUL byte");
         return;
     }
-    r->blocks = w.blocks + r->xblocks;
+    r->blocks = w.blocks;
     ck_blocks_check(ck, r, ip);
 }
 
@@ -918,7 +914,7 @@ static void ck_symlink(struct ck *ck, struct ck_ino *r, const struct ubj_inode *
         ck_kill(ck, r, "target contains a NUL byte");
         return;
     }
-    r->blocks = r->xblocks;
+    r->blocks = 0;
     ck_blocks_check(ck, r, ip);
 }
 
@@ -932,7 +928,7 @@ static bool ck_special(struct ck *ck, struct ck_ino *r, struct ubj_inode *ip)
         ip->flags &= ~UBJ_IFL_EXTTREE;
         changed = true;
     }
-    r->blocks = r->xblocks;
+    r->blocks = 0;
     ck_blocks_check(ck, r, ip);
     return changed;
 }
@@ -1157,12 +1153,12 @@ static void ck_dir_counts(struct ck *ck, struct ck_ino *r, const struct ubj_inod
     if (r->flags & CK_RDIR)
         return;
     if (dr->entries != r->entries || dr->nodes != r->nodes ||
-        ip->blocks != r->blocks || ip->size != size) {
+        ip->blocks != r->nodes || ip->size != size) {
         ck_problem(ck, true, "directory %llu: records %llu names, %llu nodes, %llu "
                    "blocks, size %llu; found %llu, %llu, %llu, %llu", CK_LL(r->ino),
                    CK_LL(dr->entries), CK_LL(dr->nodes), CK_LL(ip->blocks),
                    CK_LL(ip->size), CK_LL(r->entries), CK_LL(r->nodes),
-                   CK_LL(r->blocks), CK_LL(size));
+                   CK_LL(r->nodes), CK_LL(size));
         r->flags |= CK_XDIRCNT;
     }
 }
@@ -1191,91 +1187,13 @@ static bool ck_dir(struct ck *ck, struct ck_ino *r, struct ubj_inode *ip)
     if (w.bad)
         r->flags |= CK_RDIR;
     r->nodes = w.nodes;
-    r->blocks = w.nodes + r->xblocks;
+    r->blocks = w.nodes;
     r->entries = ck->nedges - w.edge0;
     ck_dir_counts(ck, r, ip);
     return changed;
 }
 
 /* ---- pass 1: the inode table ------------------------------------------------ */
-
-/* ck_xattr_cmp -- order of xattr names (ns, bytes, length) as xattr.c. */
-static int ck_xattr_cmp(const uint8_t *a, const uint8_t *b)
-{
-    if (a[0] != b[0])
-        return a[0] < b[0] ? -1 : 1;
-    unsigned la = a[1], lb = b[1];
-    int c = memcmp(a + UBJ_XATTR_REC_FIXED, b + UBJ_XATTR_REC_FIXED, la < lb ? la : lb);
-    if (c != 0)
-        return c;
-    return la == lb ? 0 : la < lb ? -1 : 1;
-}
-
-/* ck_xattr_why -- what is wrong with the records of xattr node b of inode
- * ino, or NULL. */
-static const char *ck_xattr_why(const uint8_t *b, uint64_t ino)
-{
-    struct ubj_xattr_node n;
-    const uint8_t *area = b + UBJ_XATTR_REC_OFF, *prev = NULL;
-    size_t off = 0;
-    memcpy(&n, b, sizeof n);
-    if (n.owner != ino)
-        return "owned by another inode";
-    if (n.count == 0 || n.used > UBJ_XATTR_SPACE)
-        return "bad record count or size";
-    for (unsigned i = 0; i < n.count; i++) {
-        if (off + UBJ_XATTR_REC_FIXED > n.used)
-            return "record past the end";
-        const uint8_t *p = area + off;
-        unsigned vlen = (unsigned)p[2] | (unsigned)p[3] << 8;
-        if (p[0] < UBJ_XATTR_NS_USER || p[0] > UBJ_XATTR_NS_SECURITY || p[1] == 0)
-            return "bad record name";
-        off += (UBJ_XATTR_REC_FIXED + p[1] + vlen + 3u) & ~(size_t)3u;
-        if (off > n.used)
-            return "record past the end";
-        if (prev && ck_xattr_cmp(prev, p) >= 0)
-            return "records out of order";
-        prev = p;
-    }
-    return off == n.used ? NULL : "record sizes do not add up";
-}
-
-/* ck_xattr -- the inode's extended-attribute block; a damaged one is
- * dropped (xattr_blk cleared in ip: true), a bad checksum resealed. */
-static bool ck_xattr(struct ck *ck, struct ck_ino *r, struct ubj_inode *ip)
-{
-    uint64_t blk = ip->xattr_blk;
-    const char *why = NULL;
-    if (blk == 0)
-        return false;
-    if (blk < ck->sb.data_start || blk >= ck->nb)
-        why = "block outside the data area";
-    else if (ck_bget(ck->nodes, blk))
-        why = "block already used by a tree node";
-    else if (ck_read(ck, blk, ck->tmp) < 0)
-        return false;
-    if (!why)
-        why = ck_hdr_why(ck->tmp, UBJ_MAGIC_XATTR, blk);
-    if (!why)
-        why = ck_xattr_why(ck->tmp, r->ino);
-    if (why) {
-        ck_problem(ck, true, "inode %llu: xattr block %llu: %s: drop the "
-                   "attributes", CK_LL(r->ino), CK_LL(blk), why);
-        ip->xattr_blk = 0;
-        return true;
-    }
-    if (!ck_crc_ok(ck, ck->tmp)) {
-        ck_problem(ck, true, "inode %llu: xattr block %llu: bad checksum (records "
-                   "valid): reseal it", CK_LL(r->ino), CK_LL(blk));
-        ck_seal(ck, ck->tmp, UBJ_MAGIC_XATTR, blk);
-        if (ck->repair)
-            ck_write(ck, blk, ck->tmp);
-    }
-    ck_bset(ck->nodes, blk);
-    if (ck_claim_add(ck, (uint64_t)(r - ck->recs), CK_XATTRNODE, blk, 0, 1, false))
-        r->xblocks = 1;
-    return false;
-}
 
 /* ck_mode_ok -- a known file type and no stray mode bits. */
 static bool ck_mode_ok(uint32_t mode)
@@ -1332,8 +1250,12 @@ static bool ck_inode(struct ck *ck, uint64_t ino, struct ubj_inode *ip)
         ip->flags &= UBJ_IFL_EXTTREE;
         changed = true;
     }
-    if (ck_xattr(ck, r, ip))
+    if (ip->xattr_blk) {
+        ck_problem(ck, true, "inode %llu: reserved xattr block %llu set: clear it", CK_LL(ino),
+                   CK_LL(ip->xattr_blk));
+        ip->xattr_blk = 0;
         changed = true;
+    }
     switch (ip->mode & S_IFMT) {
     case S_IFREG: ck_file(ck, r, ip); break;
     case S_IFDIR: changed |= ck_dir(ck, r, ip); break;
@@ -1415,8 +1337,7 @@ static bool ck_claim_live(const struct ck *ck, const struct ck_claim *c)
 static void ck_dup_report(struct ck *ck, const struct ck_claim *a,
                           const struct ck_claim *b, const struct ck_claim *victim)
 {
-    static const char *kinds[] = { "data", "extent node", "directory node",
-                                   "xattr block" };
+    static const char *kinds[] = { "data", "extent node", "directory node" };
     uint64_t from = b->pblk > a->pblk ? b->pblk : a->pblk;
     uint64_t ea = a->pblk + a->len, eb = b->pblk + b->len;
     uint64_t to = (ea < eb ? ea : eb) - 1;
@@ -1982,7 +1903,7 @@ static void ck_ext_build(struct ck *ck, size_t ri)
                                                    UBJ_EXT_ROOT_MAX, (uint16_t)depth };
         memcpy(ip->i_data.ext.e, ents, cnt * 16u);
         ip->flags |= UBJ_IFL_EXTTREE;
-        ip->blocks = blocks + nodes + ck->recs[ri].xblocks;
+        ip->blocks = blocks + nodes;
         ck->recs[ri].blocks = ip->blocks;
         ck->recs[ri].flags &= ~CK_XBLOCKS;
         ck_iput(ck, blk);
@@ -2141,7 +2062,7 @@ static void ck_dir_build(struct ck *ck, size_t ri)
             ip->i_data.dir.depth = depth;
             ip->i_data.dir.entries = entries;
             ip->i_data.dir.nodes = nodes;
-            ip->blocks = nodes + d->xblocks;
+            ip->blocks = nodes;
             ip->size = nodes * UBJ_BS;
             d->flags &= ~(CK_XDIRCNT | CK_NOTREE);
             ck_iput(ck, blk);
@@ -2177,7 +2098,7 @@ static void ck_inode_fix(struct ck *ck, size_t ri)
         if (r->flags & CK_XDIRCNT) {
             ip->i_data.dir.entries = r->entries;
             ip->i_data.dir.nodes = r->nodes;
-            ip->blocks = r->nodes + r->xblocks;
+            ip->blocks = r->nodes;
             ip->size = (r->flags & CK_NOTREE) ? 0 : r->nodes * UBJ_BS;
         }
     }

@@ -194,14 +194,6 @@ static void t_populate(struct ubj_fs *fs)
     assert_ok(tpath_create(fs, "/frag", 0644, NULL));
     for (unsigned i = 0; i < 40; i++)
         t_fill(fs, "/frag", 2 * i, 1, 'a' + (int)(i % 26));
-    struct ubj_stat st;                             /* extended attributes */
-    assert_ok(tpath_stat(fs, "/b", &st));
-    assert_ok(ubj_setxattr(fs, st.ino, "user.color", "blue", 4, 0));
-    assert_ok(ubj_setxattr(fs, st.ino, "trusted.k", "v", 1, 0));
-    assert_ok(tpath_stat(fs, "/d1", &st));
-    assert_ok(ubj_setxattr(fs, st.ino, "user.dir", "yes", 3, 0));
-    assert_ok(tpath_stat(fs, "/ll", &st));
-    assert_ok(ubj_setxattr(fs, st.ino, "security.x", "s", 1, 0));
     for (unsigned i = 0; i < 20; i++) {             /* a second inode block */
         char path[32];
         snprintf(path, sizeof path, "/d3/n%02u", i);
@@ -762,46 +754,6 @@ static void test_dir_node_bad(void **state)
     ubj_test_fs_done(dev, fs);
 }
 
-/* test_xattr -- an xattr block with a bad checksum is resealed; one
- * owned by another inode (resealed) is dropped with its attributes. */
-static void test_xattr(void **state)
-{
-    (void)state;
-    struct tlines l;
-    struct ubj_fs *fs;
-    char v[16];
-    struct ubj_bdev *dev = t_small();
-    ubj_ino_t b = t_ino(dev, "/b"), d1 = t_ino(dev, "/d1");
-    struct ubj_inode ip = t_iget(dev, b);
-    assert_true(ip.xattr_blk != 0);
-    assert_int_equal(ip.blocks, 2);                 /* data + xattr block */
-    uint8_t buf[UBJ_BS];
-    t_rd(dev, ip.xattr_blk, buf);
-    buf[UBJ_BS - 1] ^= 1;
-    t_wr(dev, ip.xattr_blk, buf);
-    t_repair_cycle(dev, &l, "xattr block", NULL);
-    assert_ok(ubj_test_mount(dev, 0, &fs));
-    assert_rc(ubj_getxattr(fs, b, "user.color", v, sizeof v), 4);
-    assert_ok(ubj_unmount(fs));
-
-    ip = t_iget(dev, d1);
-    t_rd(dev, ip.xattr_blk, buf);
-    struct ubj_xattr_node n;
-    memcpy(&n, buf, sizeof n);
-    n.owner = b;
-    memcpy(buf, &n, sizeof n);
-    t_reseal(dev, buf, ip.xattr_blk);
-    t_wr(dev, ip.xattr_blk, buf);
-    t_repair_cycle(dev, &l, "owned by another inode", "found 2, 1, 1, 4096");
-    ip = t_iget(dev, d1);
-    assert_int_equal(ip.xattr_blk, 0);
-    assert_int_equal(ip.blocks, ip.i_data.dir.nodes);
-    assert_ok(ubj_test_mount(dev, 0, &fs));
-    assert_rc(ubj_getxattr(fs, d1, "user.dir", v, sizeof v), -ENODATA);
-    assert_rc(ubj_getxattr(fs, b, "trusted.k", v, sizeof v), 1);
-    ubj_test_fs_done(dev, fs);
-}
-
 /* ---- operational errors -------------------------------------------------------- */
 
 /* test_bad_magic -- not a ubjfs image: OPERROR, nothing written. */
@@ -889,8 +841,7 @@ static uint64_t *t_meta_blocks(struct ubj_bdev *dev, size_t *n)
         if (b >= sb.data_start) {
             t_rd(dev, b, buf);
             memcpy(&h, buf, sizeof h);
-            if (h.blkno != b || (h.magic != UBJ_MAGIC_EXTENT && h.magic != UBJ_MAGIC_DIR &&
-                                 h.magic != UBJ_MAGIC_XATTR))
+            if (h.blkno != b || (h.magic != UBJ_MAGIC_EXTENT && h.magic != UBJ_MAGIC_DIR))
                 continue;
         } else if (b >= sb.it_start) {
             t_rd(dev, b, buf);
@@ -1066,7 +1017,6 @@ int main(void)
         cmocka_unit_test(test_inode_garbage),
         cmocka_unit_test(test_extent_node_crc),
         cmocka_unit_test(test_dir_node_bad),
-        cmocka_unit_test(test_xattr),
         cmocka_unit_test(test_bad_magic),
         cmocka_unit_test(test_super_crc),
         cmocka_unit_test(test_truncated),
