@@ -36,6 +36,9 @@ typedef uint64_t ubj_ino_t;
 #define UBJ_NAME_MAX 255u       /* bytes in one name */
 #define UBJ_SYMLINK_MAX 4095u   /* bytes in a symlink target */
 #define UBJ_MAX_FILE_SIZE (1ULL << 44) /* 16 TiB: 2^32 blocks of 4 KiB */
+/* A write that starts below UBJ_MAX_FILE_SIZE but runs past it writes
+ * what fits and returns the short count (Linux's generic_write_checks);
+ * -EFBIG only when it starts at or past the limit. */
 
 /* ubj_errormsg -- the last error message of this thread ("" if none). */
 const char *ubj_errormsg(void);
@@ -72,7 +75,7 @@ int ubj_format(struct ubj_bdev *dev, const struct ubj_format_opts *opts);
 struct ubj_config {
     uint32_t version;             /* 0 */
     const char *mode;             /* NULL = the mode recorded by mkfs */
-    uint32_t cache_blocks;        /* buffers; 0 = 16384 (64 MiB), min 64 */
+    uint32_t cache_blocks;        /* buffers; 0 = 16384 (64 MiB); below 64 is raised to 64 */
     uint32_t commit_interval_ms;  /* 0 = 5000 */
     unsigned flags;               /* UBJ_MOUNT_* */
 };
@@ -167,7 +170,8 @@ int ubj_lookup(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
  * A new inode inherits the parent's gid when the parent has S_ISGID.
  * Returns 0 and *st (may be NULL); -EEXIST (name in use, any type);
  * -ENOENT (parent gone); -ENOTDIR; -ENAMETOOLONG; -EINVAL (bad name or
- * type); -ENOSPC (no inode or block); -EMLINK; -EROFS; -EIO.
+ * type); -EPERM (S_IFDIR: use ubj_mkdir, as Linux's may_mknod());
+ * -ENOSPC (no inode or block); -EMLINK; -EROFS; -EIO.
  */
 int ubj_mknod(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
               uint32_t mode, uint64_t rdev, const struct ubj_cred *cred,
@@ -184,8 +188,8 @@ int ubj_mkdir(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
 
 /*
  * ubj_unlink -- remove a non-directory name (POSIX unlink()).  The inode is
- * freed at its last link and last close.  -ENOENT; -EISDIR (a directory:
- * Linux's error); -ENOTDIR; -EINVAL ("." or ".."); -EROFS; -EIO.
+ * freed at its last link and last close.  -ENOENT; -EISDIR (a directory,
+ * or "." / "..": Linux's errors); -ENOTDIR; -EROFS; -EIO.
  */
 int ubj_unlink(struct ubj_fs *fs, ubj_ino_t parent, const char *name);
 
@@ -207,8 +211,9 @@ int ubj_rmdir(struct ubj_fs *fs, ubj_ino_t parent, const char *name);
  * Returns 0; -ENOENT (old missing); -EEXIST (NOREPLACE and new exists);
  * -ENOTEMPTY (new is a non-empty directory); -EISDIR (old a file, new a
  * directory); -ENOTDIR (old a directory, new not); -EINVAL (moving a
- * directory into itself or a descendant, both flags, a bad flag, "." or
- * ".." as a name); -ENOENT (EXCHANGE and new missing); -EMLINK; -EROFS; -EIO.
+ * directory into itself or a descendant, both flags, a bad flag); -EBUSY
+ * ("." or ".." as either name, as Linux); -ENOENT (EXCHANGE and new
+ * missing); -EMLINK; -EROFS; -EIO.
  */
 int ubj_rename(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
                ubj_ino_t newparent, const char *newname, unsigned flags);
@@ -279,7 +284,7 @@ ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
  * file, leaving holes unallocated.  Clears S_ISUID (and S_ISGID if group
  * executable) like Linux's file_remove_privs().  Returns the bytes written
  * (a short count if the device fills after some bytes); -ENOSPC (nothing
- * written); -EFBIG (off + size beyond UBJ_MAX_FILE_SIZE); -EISDIR;
+ * written); -EFBIG (off at or beyond UBJ_MAX_FILE_SIZE); -EISDIR;
  * -EINVAL; -ENOENT; -EROFS; -EIO.
  */
 ssize_t ubj_pwrite(struct ubj_fs *fs, ubj_ino_t ino, const void *buf,

@@ -405,6 +405,8 @@ static int namei_mknod(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
     uint32_t type = mode & S_IFMT;
     if (type == 0)
         type = S_IFREG;
+    if (type == S_IFDIR)   /* Linux may_mknod(): directories need mkdir */
+        return ubj_set_error(-EPERM, "%s: cannot make a directory node", op);
     if (type != S_IFREG && type != S_IFIFO && type != S_IFCHR && type != S_IFBLK &&
         type != S_IFSOCK)
         return ubj_set_error(-EINVAL, "%s: bad file type 0%o", op, (unsigned)type);
@@ -526,7 +528,8 @@ static int namei_remove(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t paren
         return rc;
     rc = namei_name(name, &len);
     if (rc == 0 && namei_is_dot(name, len))
-        rc = (dir && len == 2) ? -ENOTEMPTY : -EINVAL;
+        /* Linux do_rmdir()/do_unlinkat() on a non-LAST_NORM name */
+        rc = !dir ? -EISDIR : (len == 2 ? -ENOTEMPTY : -EINVAL);
     if (rc == 0)
         rc = fs_dir_lookup(fs, &d, name, len, &ino, NULL);
     if (rc == 0)
@@ -746,7 +749,7 @@ static int namei_ren_get(struct ubj_fs *fs, struct namei_ren *r, ubj_ino_t paren
     if (rc == 0)
         rc = namei_name(r->newname, &r->newlen);
     if (rc == 0 && (namei_is_dot(r->name, r->len) || namei_is_dot(r->newname, r->newlen)))
-        rc = -EINVAL;
+        rc = -EBUSY;   /* Linux do_renameat2(): old or new not LAST_NORM */
     if (rc == 0)
         rc = fs_dir_lookup(fs, &r->op, r->name, r->len, &oino, NULL);
     if (rc == 0)

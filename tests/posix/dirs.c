@@ -142,10 +142,10 @@ static void test_rmdir_errors(void **state)
     assert_rc(ubj_getattr(fs, d.ino, &st), -ENOENT);
     assert_ok(ubj_getattr(fs, UBJ_ROOT_INO, &st));
     assert_int_equal(st.nlink, 3);          /* root + "e" */
-    /* unlink refuses directories with Linux's EISDIR */
+    /* unlink refuses directories, "." and ".." with Linux's EISDIR */
     assert_rc(ubj_unlink(fs, UBJ_ROOT_INO, "e"), -EISDIR);
-    assert_rc(ubj_unlink(fs, UBJ_ROOT_INO, "."), -EINVAL);
-    assert_rc(ubj_unlink(fs, UBJ_ROOT_INO, ".."), -EINVAL);
+    assert_rc(ubj_unlink(fs, UBJ_ROOT_INO, "."), -EISDIR);
+    assert_rc(ubj_unlink(fs, UBJ_ROOT_INO, ".."), -EISDIR);
 }
 
 /* test_rmdir_frees -- removing directories returns every block/inode. */
