@@ -23,7 +23,8 @@
  *  - Only the root may be an empty leaf; a non-root node that becomes
  *    empty is freed and removed from its parent; a root index with one
  *    child collapses into that child.
- *  - nodes == blocks in the tree; ip->blocks == nodes; ip->size ==
+ *  - nodes == blocks in the tree; ip->blocks == nodes (+ 1 with an
+ *    xattr block); ip->size ==
  *    nodes * 4096; entries == names in the leaves.
  *
  * There are no sibling pointers: a range scan (lookup, iterate) descends

@@ -3,23 +3,7 @@
 # file device (which it removes again); bad options are usage errors.
 # Not a timed test: rates are only checked to be positive.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
-set -u
-: "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
-[ -x "$UBJ_TOOL" ] || { echo "skip: $UBJ_TOOL is not built"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ubjfs-bench.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-run() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  [ "$rc" -eq "$want" ] || fail "$* -> exit $rc, want $want; stderr: $(head -c 600 "$tmp/err")"
-  if grep -q -e 'Sanitizer' -e 'runtime error:' "$tmp/err"; then
-    fail "$*: sanitizer report: $(head -c 400 "$tmp/err")"
-  fi
-  return 0
-}
+. "$(dirname "$0")/../common/lib.sh" bench
 rows="create stat unlink create+unlink read-4k-cached write-4k-seq fsync-4k-append"
 
 run 0 "$UBJ_TOOL" bench micro --ops 300 --runs 3 --fsync-ops 20

@@ -4,23 +4,7 @@
 # file, 16 usage) and the fsck.ubjfs name; ls/cat/stat/cp on an image
 # that does not mount.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
-set -u
-: "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
-[ -x "$UBJ_TOOL" ] || { echo "skip: $UBJ_TOOL is not built"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ubjfs-errors.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-run() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  [ "$rc" -eq "$want" ] || fail "$* -> exit $rc, want $want; stderr: $(head -c 600 "$tmp/err")"
-  if grep -q -e 'Sanitizer' -e 'runtime error:' "$tmp/err"; then
-    fail "$*: sanitizer report: $(head -c 400 "$tmp/err")"
-  fi
-  return 0
-}
+. "$(dirname "$0")/../common/lib.sh" errors
 # one_line PREFIX -- stderr is exactly one line starting with PREFIX
 one_line() {
   [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "want one error line, got: $(cat "$tmp/err")"

@@ -2,24 +2,8 @@
 # the image: known names, modes, sizes, times (TZ=UTC), symlink targets,
 # sorting, -a / -R, contents byte for byte; and their usage errors.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
-set -u
-: "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
-[ -x "$UBJ_TOOL" ] || { echo "skip: $UBJ_TOOL is not built"; exit 77; }
+. "$(dirname "$0")/../common/lib.sh" listing
 export TZ=UTC LC_ALL=C
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ubjfs-listing.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-run() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  [ "$rc" -eq "$want" ] || fail "$* -> exit $rc, want $want; stderr: $(head -c 600 "$tmp/err")"
-  if grep -q -e 'Sanitizer' -e 'runtime error:' "$tmp/err"; then
-    fail "$*: sanitizer report: $(head -c 400 "$tmp/err")"
-  fi
-  return 0
-}
 # same WHAT EXPECTED -- $tmp/out must equal EXPECTED
 same() {
   local got; got=$(cat "$tmp/out")

@@ -2,26 +2,7 @@
 # sizes and flags (exit 2 with a one-line message), never overwriting an
 # image or data without --force, the mkfs.ubjfs name, a locked image.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
-set -u
-: "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
-[ -x "$UBJ_TOOL" ] || { echo "skip: $UBJ_TOOL is not built"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ubjfs-mkfs.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# run WANT CMD... -- run CMD, check its exit status; output in $tmp/out, $tmp/err
-run() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    fail "$* -> exit $rc, want $want; stderr: $(head -c 400 "$tmp/err")"
-  fi
-  if grep -q -e 'Sanitizer' -e 'runtime error:' "$tmp/err"; then
-    fail "$*: sanitizer report: $(head -c 400 "$tmp/err")"
-  fi
-  return 0
-}
+. "$(dirname "$0")/../common/lib.sh" mkfs
 # err_has TEXT -- stderr's first line starts with "ubjfs mkfs: " and has TEXT
 err_has() {
   local first; first=$(head -n 1 "$tmp/err")

@@ -5,24 +5,8 @@
 # sparse file, a multi-MiB file, set-uid and read-only modes, ns times,
 # ownership when root; and cp's target rules and errors.
 # Run by CTest with bash; UBJ_TOOL, UBJ_SRC.  Exit 0 pass, 77 skip.
-set -u
-: "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
+. "$(dirname "$0")/../common/lib.sh" roundtrip
 : "${UBJ_SRC:?UBJ_SRC must name the source tree}"
-[ -x "$UBJ_TOOL" ] || { echo "skip: $UBJ_TOOL is not built"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ubjfs-roundtrip.XXXXXX")
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-run() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  [ "$rc" -eq "$want" ] || fail "$* -> exit $rc, want $want; stderr: $(head -c 600 "$tmp/err")"
-  if grep -q -e 'Sanitizer' -e 'runtime error:' "$tmp/err"; then
-    fail "$*: sanitizer report: $(head -c 400 "$tmp/err")"
-  fi
-  return 0
-}
 # attrs DIR [MINDEPTH] -- "type mode mtime size path" of everything under DIR, sorted
 attrs() { (cd "$1" && find . -mindepth "${2:-0}" -printf '%y %m %T@ %s %p\n' | LC_ALL=C sort); }
 
