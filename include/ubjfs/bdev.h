@@ -172,6 +172,84 @@ int ubj_bdev_fault_disarm(struct ubj_bdev *d);
 /* ubj_bdev_fault_fired -- how many requests the wrapper has failed so far. */
 uint64_t ubj_bdev_fault_fired(const struct ubj_bdev *d);
 
+/* ---- write recording for crash tests (src/dev/record.c) ---------------- */
+
+/*
+ * ubj_bdev_record_create -- wrap `lower` (taking ownership) in a device
+ * that passes every request through and records each completed write
+ * (block number, count, a copy of the data) and each completed flush; the
+ * first time a block is written, its previous contents are saved, so the
+ * image as it was at creation can be rebuilt.  Writes are serialised.
+ * On failure `lower` is NOT destroyed.  Returns 0, -EINVAL or -ENOMEM.
+ *
+ * Crash model: a write is durable once a later flush has completed.  With
+ * k flushes completed (k = 0 .. ubj_bdev_record_flushes), the writes issued
+ * before flush k began are durable; the writes of "epoch k" -- issued after
+ * flush k began and before flush k + 1 began (or the end of the record) --
+ * may each have reached the medium whole, partly (512-byte sectors) or not
+ * at all; later writes never happened.
+ */
+int ubj_bdev_record_create(struct ubj_bdev *lower, struct ubj_bdev **out);
+
+/* ubj_bdev_record_writes / _flushes -- requests recorded so far (0 if d
+ * is not a recording device). */
+uint64_t ubj_bdev_record_writes(const struct ubj_bdev *d);
+uint64_t ubj_bdev_record_flushes(const struct ubj_bdev *d);
+
+/* ubj_bdev_record_epoch -- the writes of epoch k: indices [*first, *first
+ * + *count).  0 or -EINVAL (k > flushes, not a recording device). */
+int ubj_bdev_record_epoch(const struct ubj_bdev *d, uint64_t k, uint64_t *first,
+                          uint64_t *count);
+
+/* ubj_bdev_record_write_info -- write number i: its first block, block
+ * count and data (valid until the device is destroyed).  0 or -EINVAL. */
+int ubj_bdev_record_write_info(const struct ubj_bdev *d, uint64_t i,
+                               uint64_t *blkno, uint32_t *count,
+                               const void **data);
+
+/* What a crash image keeps of one write of the crash epoch. */
+enum ubj_rec_keep {
+    UBJ_REC_DROP = 0,     /* nothing of it reached the medium */
+    UBJ_REC_WHOLE = 1,    /* all of it */
+    UBJ_REC_PREFIX = 2,   /* its first `sectors` 512-byte sectors */
+    UBJ_REC_SECTORS = 3,  /* each 512-byte sector kept or not, pseudo-randomly
+                             from `seed` (a device reordering inside a write) */
+};
+struct ubj_rec_choice {
+    uint32_t keep;        /* enum ubj_rec_keep */
+    uint32_t sectors;     /* UBJ_REC_PREFIX */
+    uint64_t seed;        /* UBJ_REC_SECTORS */
+};
+
+/*
+ * ubj_bdev_record_crash -- write onto `target` (at least as large; not
+ * flushed) the image a power cut during epoch k leaves: the image at
+ * creation, every write durable after flush k, then the writes of epoch
+ * k as choice[j] says for its j-th write (j < nchoice; the rest, or all
+ * with choice NULL, are dropped), in issue order.  Returns 0, -EINVAL
+ * (bad k, target too small) or the target's error.
+ */
+int ubj_bdev_record_crash(struct ubj_bdev *d, uint64_t k,
+                          const struct ubj_rec_choice *choice, uint64_t nchoice,
+                          struct ubj_bdev *target);
+
+/* ---- in-memory overlay (src/dev/overlay.c) ----------------------------- */
+
+#define UBJ_OVERLAY_BORROW 0x1u  /* do not destroy `lower` with the overlay */
+
+/*
+ * ubj_bdev_overlay_create -- a device that reads `lower` but keeps every
+ * write in memory (lower is never written; flush does nothing): lets fsck
+ * -n replay a journal without changing the image.  Owns `lower` unless
+ * UBJ_OVERLAY_BORROW.  On failure `lower` is NOT destroyed.  Returns 0,
+ * -EINVAL or -ENOMEM.
+ */
+int ubj_bdev_overlay_create(struct ubj_bdev *lower, unsigned flags,
+                            struct ubj_bdev **out);
+
+/* ubj_bdev_overlay_blocks -- blocks held in memory (0: not an overlay). */
+uint64_t ubj_bdev_overlay_blocks(const struct ubj_bdev *d);
+
 #ifdef __cplusplus
 }
 #endif

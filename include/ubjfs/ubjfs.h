@@ -47,6 +47,11 @@ const char *ubj_errormsg(void);
 
 /* Consistency modes (docs/DESIGN.md); each is a src/txn/ ops table. */
 #define UBJ_MODE_NONE "none"
+#define UBJ_MODE_UBJ  "ubj"    /* NVM-resident cache, commit in place (docs/UBJ.md) */
+/* JBD2-like journal (docs/JOURNAL.md) */
+#define UBJ_MODE_ORDERED   "ordered"    /* data home before metadata commits */
+#define UBJ_MODE_JOURNAL   "journal"    /* data and metadata through the journal */
+#define UBJ_MODE_WRITEBACK "writeback"  /* metadata journaled, data unordered */
 
 struct ubj_format_opts {
     uint64_t inodes;      /* inode count; 0 = one per 16 KiB, min 64 */
@@ -54,7 +59,15 @@ struct ubj_format_opts {
     uint8_t uuid[16];     /* all zero = random */
     const char *label;    /* up to 31 bytes; NULL = none */
     unsigned flags;       /* UBJ_FORMAT_* */
+    uint64_t journal_blocks; /* journal area in blocks: 0 = the default for
+                                the journal modes (scaled to the image as
+                                mke2fs does), none for the others; at
+                                least 64 (docs/JOURNAL.md) */
 };
+/* The journal commits with one flush instead of two (its recovery then
+ * trusts a commit block only if the transaction checksum in it matches;
+ * docs/JOURNAL.md, "async commit"). */
+#define UBJ_FORMAT_JOURNAL_ASYNC 0x2u
 /* The device already reads as zeros (a new or freshly truncated file):
  * skip zeroing the inode table (ext4's lazy_itable_init).  Without it,
  * ubj_format writes zeros over the whole inode table. */
@@ -78,7 +91,19 @@ struct ubj_config {
     uint32_t cache_blocks;        /* buffers; 0 = 16384 (64 MiB); below 64 is raised to 64 */
     uint32_t commit_interval_ms;  /* 0 = 5000 */
     unsigned flags;               /* UBJ_MOUNT_* */
+    /* Mode ubj only (docs/UBJ.md): the NVM region holding the cache. */
+    const char *nvm_path;         /* region file, DAX file or /dev/dax; required */
+    uint64_t nvm_size;            /* bytes; 0 = the region's own (or, with
+                                     UBJ_NVM_FORMAT, cache_blocks' worth) */
+    unsigned nvm_flags;           /* UBJ_NVM_* */
+    const char *nvm_profile;      /* NVM cost model charged for every store,
+                                     flush and fence of the region: "dram",
+                                     "sttmram", "pcm" or a profile file
+                                     (ubjfs/model.h); NULL: none */
 };
+/* (Re)initialise the region (--format-nvm): refused with -EBUSY while it
+ * holds committed blocks not yet written home. */
+#define UBJ_NVM_FORMAT 0x1u
 
 struct ubj_fs;
 
@@ -313,6 +338,83 @@ struct ubj_statfs {
 /* ubj_statfs_get -- statfs(2).  Returns 0. */
 int ubj_statfs_get(struct ubj_fs *fs, struct ubj_statfs *out);
 
+/* ---- extended attributes (src/fs/xattr.c) ------------------------------ */
+
+/*
+ * Names are "user.X", "trusted.X" or "security.X" (X: 1 or more bytes, the
+ * whole name 1..255 bytes); any other namespace ("system." included) is
+ * -EOPNOTSUPP, as on a Linux file system without ACL support.  Values are
+ * any bytes.  All of an inode's names and values share one 4 KiB block:
+ * each attribute takes 4 + strlen(X) + value size bytes, rounded up to a
+ * multiple of 4, and together they must fit in 4064 bytes (so one value is
+ * at most 4059 bytes, with a 1-byte name; docs/FORMAT.md).  As on Linux,
+ * user.* attributes exist only on regular files and directories.
+ * Permission checks (trusted.* needs CAP_SYS_ADMIN, user.* needs write
+ * permission) are the caller's job, as for every other call.
+ */
+#define UBJ_XATTR_CREATE  0x1   /* = XATTR_CREATE: fail if it exists */
+#define UBJ_XATTR_REPLACE 0x2   /* = XATTR_REPLACE: fail if it does not */
+#define UBJ_XATTR_NAME_MAX 255u
+#define UBJ_XATTR_SIZE_MAX 65536u  /* Linux's XATTR_SIZE_MAX */
+
+/*
+ * ubj_getxattr -- getxattr(2): copy the value of `name` into value.  With
+ * size 0, only its length is returned.  Returns the value's length;
+ * -ENODATA (no such attribute); -ERANGE (size too small, or a name that
+ * is empty or longer than 255 bytes); -EOPNOTSUPP (namespace); -EINVAL
+ * (nothing after the prefix); -ENOENT; -EUCLEAN; -EIO.
+ */
+ssize_t ubj_getxattr(struct ubj_fs *fs, ubj_ino_t ino, const char *name,
+                     void *value, size_t size);
+
+/*
+ * ubj_setxattr -- setxattr(2): create or replace `name` (flags:
+ * UBJ_XATTR_CREATE / UBJ_XATTR_REPLACE, or 0 for either); sets ctime.
+ * Returns 0; -EEXIST (CREATE and it exists); -ENODATA (REPLACE and it
+ * does not); -E2BIG (size > UBJ_XATTR_SIZE_MAX); -ENOSPC (the inode's
+ * attributes would not fit in their block, or no free block); -EPERM
+ * (user.* on a file that is neither regular nor a directory); -EINVAL (bad
+ * flags, nothing after the prefix); -ERANGE (name length); -EOPNOTSUPP;
+ * -ENOENT; -EROFS; -EUCLEAN; -EIO.
+ */
+int ubj_setxattr(struct ubj_fs *fs, ubj_ino_t ino, const char *name,
+                 const void *value, size_t size, int flags);
+
+/*
+ * ubj_listxattr -- listxattr(2): every name, each NUL-terminated, one
+ * after the other (sorted by namespace, then name).  With size 0, only
+ * the length needed is returned.  Returns that length; -ERANGE (size too
+ * small); -ENOENT; -EUCLEAN; -EIO.
+ */
+ssize_t ubj_listxattr(struct ubj_fs *fs, ubj_ino_t ino, char *list, size_t size);
+
+/*
+ * ubj_removexattr -- removexattr(2); sets ctime; the last removal frees
+ * the block.  Returns 0; -ENODATA; -EOPNOTSUPP; -ERANGE; -EINVAL;
+ * -ENOENT; -EROFS; -EUCLEAN; -EIO.
+ */
+int ubj_removexattr(struct ubj_fs *fs, ubj_ino_t ino, const char *name);
+
+/* ---- preallocation (src/fs/falloc.c) ----------------------------------- */
+
+#define UBJ_FALLOC_KEEP_SIZE 0x01  /* = FALLOC_FL_KEEP_SIZE */
+
+/*
+ * ubj_fallocate -- fallocate(2) modes 0 and FALLOC_FL_KEEP_SIZE: every hole
+ * in [off, off + len) gets blocks, recorded as unwritten extents (they read
+ * as zeros and cost no data write); blocks already mapped are kept.  Mode
+ * 0 extends the size to off + len if that is larger (and sets mtime);
+ * ctime is set either way.  With KEEP_SIZE, blocks past the end of the
+ * file stay allocated until a truncate.  The range is allocated in several
+ * transactions: after -ENOSPC what was allocated so far stays (with mode
+ * 0, the size covers it), as ext4 does.  Returns 0; -EOPNOTSUPP (any other
+ * mode bit: punch hole, zero, collapse, insert range); -EINVAL (off < 0,
+ * len <= 0); -EFBIG (off + len beyond UBJ_MAX_FILE_SIZE); -EISDIR;
+ * -ENODEV (not a regular file); -ENOSPC; -ENOENT; -EROFS; -EIO.
+ */
+int ubj_fallocate(struct ubj_fs *fs, ubj_ino_t ino, int mode, off_t off,
+                  off_t len);
+
 /* ---- path helpers (tools, tests) --------------------------------------- */
 
 #define UBJ_PATH_NOFOLLOW 0x1u  /* do not follow a symlink in the last component */
@@ -345,6 +447,14 @@ struct ubj_fs_stats {
     uint64_t bytes_journal, bytes_checkpoint;
     uint64_t commits, checkpoints;
     uint64_t dev_flushes;                /* flush requests to the device */
+    /* mode ubj (zero otherwise; docs/UBJ.md) */
+    uint64_t nvm_bytes;                  /* bytes persisted to the NVM region */
+    uint64_t nvm_persists;               /* persistence points (flush + drain) */
+    uint64_t cow_copies;                 /* frozen buffers copied on write */
+    uint64_t recovered_blocks;           /* committed blocks kept by recovery */
+    uint64_t recovery_ns;                /* time of the mount's recovery */
+    uint64_t nvm_model_ns;               /* NVM time charged by nvm_profile */
+    double nvm_model_energy_j;           /* NVM energy charged by nvm_profile */
 };
 /* ubj_fs_stats_get -- counters since mount. */
 void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out);

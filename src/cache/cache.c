@@ -32,7 +32,9 @@
  *     (refcnt > 0): such a buffer turns DIRTY when the holder dirties it
  *     and is dropped when the last reference goes without that.
  *  6. A non-FREE buffer that is not GONE is reachable from the hash (hashed
- *     or through `newer` links) and LOADED.
+ *     or through `newer` links) and LOADED -- except a FROZEN_OLD one that
+ *     ubj_cache_revoke() detached: unhashed, unlinked, still allocated
+ *     (its committed bytes are needed until the mode frees it).
  *  7. A GONE buffer is unhashed, unlinked, never DIRTY, and held (refcnt > 0
  *     or io_busy); cache_release_locked() frees it when the last hold goes.
  *  8. stats.dirty == number of DIRTY buffers; stats.frozen == number of
@@ -78,22 +80,32 @@
  *                           (cache_clock_locked); ubj_cache_forget (held)
  *   DIRTY       FROZEN      ubj_cache_set_state (a mode commits in place)
  *   FROZEN      FROZEN_OLD  ubj_cache_set_state (a newer version committed)
- *   FROZEN      CLEAN       cache_io_done_locked after ubj_cache_write_home
- *                           (checkpoint); ubj_cache_forget (held)
+ *   FROZEN      CLEAN       cache_io_done_locked after ubj_cache_write_home;
+ *                           ubj_cache_set_state (UBJ: after its checkpoint
+ *                           wrote it with ubj_cache_write_bufs, which
+ *                           leaves states alone)
  *   CLEAN       FREE        cache_clock_locked (victim), ubj_cache_invalidate,
  *                           ubj_cache_forget, cache_release_locked (GONE)
- *   DIRTY       FREE        ubj_cache_forget (block freed), ubj_cache_set_state
- *   FROZEN      FREE        ubj_cache_forget, ubj_cache_set_state
- *   FROZEN_OLD  FREE        ubj_cache_forget, ubj_cache_set_state,
- *                           cache_release_locked (GONE)
+ *   DIRTY       FREE        ubj_cache_forget / ubj_cache_revoke (block
+ *                           freed), ubj_cache_set_state
+ *   FROZEN      FREE        ubj_cache_set_state
+ *   FROZEN_OLD  FREE        ubj_cache_set_state, cache_release_locked (GONE)
  *   FREE        FREE        cache_release_locked: a failed read or an
  *                           undirtied NOREAD buffer leaves the hash
- *   X           X           ubj_cache_mark_dirty (DIRTY, new txid),
+ *   X           X           ubj_cache_mark_dirty(_flags) (DIRTY, new txid),
  *                           ubj_cache_set_state
  *
+ *   FREE        DIRTY       ubj_cache_cow: the copy of a FROZEN buffer
+ *   FROZEN      FROZEN_OLD  ubj_cache_revoke (block freed: also detached)
+ *   FREE        FROZEN      ubj_cache_adopt (a restart over NVM: the
+ *                           recovered committed versions)
+ *
  *   Mode `none` uses FREE/CLEAN/DIRTY only; FROZEN and FROZEN_OLD are UBJ's
- *   (issue 3).  No function here creates a second version of a block yet;
- *   the links are kept correct by cache_detach_locked() for when one does.
+ *   (src/txn/ubj.c, docs/UBJ.md).  ubj_cache_cow creates a second version
+ *   of a block (the copy-on-write of a FROZEN one); cache_detach_locked()
+ *   keeps the links right when a version goes.  Only the mode takes a
+ *   FROZEN or FROZEN_OLD buffer out of those states: ubj_cache_forget,
+ *   CLOCK and invalidate leave them alone.
  *
  * Bytes: the cache never changes a buffer's bytes except to fill it on a
  * miss (no holder yet) and through cfg.seal.  A holder may change them
@@ -146,6 +158,7 @@ struct ubj_cache {
     uint32_t nbuckets;
     uint32_t hand;               /* CLOCK hand */
     bool own_desc, own_data;
+    bool adopt_pending;          /* UBJ_CACHE_ADOPT until ubj_cache_adopt */
     struct ubj_bufdesc *desc;
     uint8_t *data;
     struct ubj_buf *bufs;
@@ -271,7 +284,10 @@ static bool assert_cache_invariants(struct ubj_cache *c)
             assert(d->newer < c->nbufs && c->desc[d->newer].older == i);
             assert(c->desc[d->newer].blkno == d->blkno);
         }
-        if (d->state != UBJ_BUF_FREE && !(b->flags & CACHE_BUF_GONE)) {
+        bool revoked = d->state == UBJ_BUF_FROZEN_OLD &&
+                       !(b->flags & CACHE_BUF_HASHED) &&
+                       d->older == UBJ_NOBUF && d->newer == UBJ_NOBUF;
+        if (d->state != UBJ_BUF_FREE && !(b->flags & CACHE_BUF_GONE) && !revoked) {
             uint32_t j = i, steps = 0;
             while (c->desc[j].newer != UBJ_NOBUF && steps++ < c->nbufs)
                 j = c->desc[j].newer;
@@ -375,24 +391,33 @@ static void cache_count_write_locked(struct ubj_cache *c, const struct ubj_buf *
 }
 
 /*
- * cache_io_done_locked -- a write of b (started with io_busy set) finished
- * with `rc`: count it, make b CLEAN if it was DIRTY (and not re-dirtied in
- * flight) or FROZEN, clear io_busy, wake waiters, release the hold.
+ * cache_io_finish_locked -- a write of b (started with io_busy set)
+ * finished with `rc`: count it, make b CLEAN if it was DIRTY (and not
+ * re-dirtied in flight) or FROZEN unless keep_state, clear io_busy, wake
+ * waiters, release the hold.
  */
-static void cache_io_done_locked(struct ubj_cache *c, struct ubj_buf *b, int rc)
+static void cache_io_finish_locked(struct ubj_cache *c, struct ubj_buf *b,
+                                   int rc, bool keep_state)
 {
     assert(b->io_busy);
     b->io_busy = 0;
     if (rc == 0) {
         cache_count_write_locked(c, b);
         uint32_t st = b->d->state;
-        if ((st == UBJ_BUF_DIRTY && !(b->flags & CACHE_BUF_REDIRTY)) ||
-            st == UBJ_BUF_FROZEN)
+        if (!keep_state &&
+            ((st == UBJ_BUF_DIRTY && !(b->flags & CACHE_BUF_REDIRTY)) ||
+             st == UBJ_BUF_FROZEN))
             cache_set_state_locked(c, b, UBJ_BUF_CLEAN, b->d->txid);
     }
     b->flags &= ~CACHE_BUF_REDIRTY;
     pthread_cond_broadcast(&c->io_cv);
     cache_release_locked(c, b);
+}
+
+/* cache_io_done_locked -- cache_io_finish_locked with the state change. */
+static void cache_io_done_locked(struct ubj_cache *c, struct ubj_buf *b, int rc)
+{
+    cache_io_finish_locked(c, b, rc, false);
 }
 
 /*
@@ -518,14 +543,16 @@ static int cache_alloc_locked(struct ubj_cache *c, struct ubj_buf **out)
 
 /* ---- creation ------------------------------------------------------------ */
 
-/* cache_init_bufs -- every descriptor FREE, every volatile part reset. */
-static void cache_init_bufs(struct ubj_cache *c)
+/* cache_init_bufs -- every volatile part reset; with `descs`, every
+ * descriptor FREE too (otherwise they are left for ubj_cache_adopt). */
+static void cache_init_bufs(struct ubj_cache *c, bool descs)
 {
-    for (uint32_t i = 0; i < c->nbufs; i++) {
+    for (uint32_t i = 0; i < c->nbufs && descs; i++)
         c->desc[i] = (struct ubj_bufdesc){
             .state = UBJ_BUF_FREE, .kind = UBJ_KIND_DATA,
             .older = UBJ_NOBUF, .newer = UBJ_NOBUF,
         };
+    for (uint32_t i = 0; i < c->nbufs; i++) {
         c->bufs[i] = (struct ubj_buf){
             .idx = i, .hash_next = UBJ_NOBUF,
             .d = &c->desc[i], .data = c->data + (size_t)i * CACHE_BS,
@@ -607,11 +634,12 @@ int ubj_cache_create(struct ubj_bdev *dev, const struct ubj_cache_config *cfg,
         return ubj_set_error(-ENOMEM, "cache: out of memory for %u buffers",
                              cfg->nbufs);
     }
-    cache_init_bufs(c);
+    c->adopt_pending = (cfg->flags & UBJ_CACHE_ADOPT) != 0;
+    cache_init_bufs(c, !c->adopt_pending);
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->wb_lock, NULL);
     pthread_cond_init(&c->io_cv, NULL);
-    assert(assert_cache_invariants(c));
+    assert(c->adopt_pending || assert_cache_invariants(c));
     *out = c;
     return 0;
 }
@@ -622,7 +650,7 @@ void ubj_cache_destroy(struct ubj_cache *c)
     if (c == NULL)
         return;
     pthread_mutex_lock(&c->lock);
-    assert(assert_cache_invariants(c));
+    assert(c->adopt_pending || assert_cache_invariants(c));
     pthread_mutex_unlock(&c->lock);
     pthread_cond_destroy(&c->io_cv);
     pthread_mutex_destroy(&c->wb_lock);
@@ -781,8 +809,17 @@ void ubj_cache_set_state(struct ubj_cache *c, struct ubj_buf *b,
 void ubj_cache_mark_dirty(struct ubj_cache *c, struct ubj_buf *b,
                           enum ubj_buf_kind kind, uint64_t txid)
 {
+    ubj_cache_mark_dirty_flags(c, b, kind, txid, 0);
+}
+
+/* ubj_cache_mark_dirty_flags -- mark_dirty plus public flags f, at once. */
+void ubj_cache_mark_dirty_flags(struct ubj_cache *c, struct ubj_buf *b,
+                                enum ubj_buf_kind kind, uint64_t txid, uint32_t f)
+{
+    assert(!(f & CACHE_BUF_PRIVATE));
     pthread_mutex_lock(&c->lock);
     if (!(b->flags & CACHE_BUF_GONE)) {
+        b->flags |= f & ~CACHE_BUF_PRIVATE;
         b->d->kind = (uint32_t)kind;
         if (kind == UBJ_KIND_META)
             b->flags |= UBJ_BUF_SEAL;
@@ -942,6 +979,21 @@ int ubj_cache_writeback(struct ubj_cache *c, unsigned flags)
 
 /* ---- dropping buffers ---------------------------------------------------- */
 
+/* cache_drop_locked -- forget one non-frozen version: FREE, or when held
+ * (a DIRTY one made CLEAN first) detached and GONE, freed at release. */
+static void cache_drop_locked(struct ubj_cache *c, struct ubj_buf *b)
+{
+    assert(!cache_is_frozen(b->d->state));
+    if (b->refcnt > 0 || b->io_busy) {
+        if (b->d->state == UBJ_BUF_DIRTY)
+            cache_set_state_locked(c, b, UBJ_BUF_CLEAN, b->d->txid);
+        cache_detach_locked(c, b);
+        b->flags |= CACHE_BUF_GONE;
+    } else {
+        cache_set_state_locked(c, b, UBJ_BUF_FREE, b->d->txid);
+    }
+}
+
 /* ubj_cache_forget -- drop every cached version of a freed block. */
 void ubj_cache_forget(struct ubj_cache *c, uint64_t blkno)
 {
@@ -949,19 +1001,12 @@ void ubj_cache_forget(struct ubj_cache *c, uint64_t blkno)
     struct ubj_buf *b = cache_find_locked(c, blkno);
     while (b != NULL) {
         uint32_t older = b->d->older;
-        uint32_t st = b->d->state;
-        if ((b->refcnt > 0 || b->io_busy) &&
-            (st == UBJ_BUF_DIRTY || st == UBJ_BUF_FROZEN))
-            cache_set_state_locked(c, b, UBJ_BUF_CLEAN, b->d->txid);
-        if (b->refcnt > 0 || b->io_busy) {
-            cache_detach_locked(c, b);
-            b->flags |= CACHE_BUF_GONE;
-        } else {
-            cache_set_state_locked(c, b, UBJ_BUF_FREE, b->d->txid);
-        }
+        if (!cache_is_frozen(b->d->state))
+            cache_drop_locked(c, b);
         b = older == UBJ_NOBUF ? NULL : &c->bufs[older];
     }
-    assert(cache_find_locked(c, blkno) == NULL);
+    assert(cache_find_locked(c, blkno) == NULL ||
+           cache_is_frozen(cache_find_locked(c, blkno)->d->state));
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -977,6 +1022,233 @@ void ubj_cache_invalidate(struct ubj_cache *c)
     }
     assert(assert_cache_invariants(c));
     pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- UBJ: adopt, copy-on-write, seal, revoke, checkpoint writes ---------- */
+
+/* cache_adopt_one_locked -- keep descriptor i (FROZEN) as a cached newest
+ * version.  0 or -EUCLEAN. */
+static int cache_adopt_one_locked(struct ubj_cache *c, uint32_t i)
+{
+    struct ubj_buf *b = &c->bufs[i];
+    struct ubj_bufdesc *d = b->d;
+    if (d->blkno >= c->dev->nblocks)
+        return ubj_set_error(-EUCLEAN, "cache: adopted buffer %u holds block "
+                             "%llu, beyond the device (%llu blocks)", i,
+                             (unsigned long long)d->blkno,
+                             (unsigned long long)c->dev->nblocks);
+    if (cache_find_locked(c, d->blkno) != NULL)
+        return ubj_set_error(-EUCLEAN, "cache: two adopted versions of block "
+                             "%llu (buffers %u and %u)",
+                             (unsigned long long)d->blkno,
+                             cache_find_locked(c, d->blkno)->idx, i);
+    if (d->kind != UBJ_KIND_META)
+        d->kind = UBJ_KIND_DATA;
+    b->flags = UBJ_BUF_LOADED | UBJ_BUF_VERIFY;
+    cache_hash_insert_locked(c, b);
+    c->stats.frozen++;
+    return 0;
+}
+
+/* ubj_cache_adopt -- keep the FROZEN descriptors of an earlier life. */
+int ubj_cache_adopt(struct ubj_cache *c)
+{
+    int rc = 0, kept = 0;
+    pthread_mutex_lock(&c->lock);
+    assert(c->adopt_pending);
+    for (uint32_t i = 0; i < c->nbufs; i++) {
+        struct ubj_bufdesc *d = &c->desc[i];
+        d->older = UBJ_NOBUF;
+        d->newer = UBJ_NOBUF;
+        if (d->state == UBJ_BUF_FROZEN && rc == 0) {
+            rc = cache_adopt_one_locked(c, i);
+            kept++;
+        } else if (d->state != UBJ_BUF_FROZEN) {
+            d->state = UBJ_BUF_FREE;
+        }
+    }
+    if (rc == 0) {
+        c->adopt_pending = false;
+        assert(assert_cache_invariants(c));
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc < 0 ? rc : kept;
+}
+
+/* cache_newest_locked -- the newest version of b's block (b itself if it
+ * is the newest), or NULL if b was detached (revoked or GONE). */
+static struct ubj_buf *cache_newest_locked(struct ubj_cache *c, struct ubj_buf *b)
+{
+    if (b->flags & CACHE_BUF_HASHED)
+        return b;
+    if (b->d->newer == UBJ_NOBUF)
+        return NULL;
+    uint32_t i = b->idx;
+    while (c->desc[i].newer != UBJ_NOBUF)
+        i = c->desc[i].newer;
+    return &c->bufs[i];
+}
+
+/* cache_move_ref_locked -- move the caller's reference from *b to n. */
+static void cache_move_ref_locked(struct ubj_cache *c, struct ubj_buf **b,
+                                  struct ubj_buf *n)
+{
+    if (*b == n)
+        return;
+    cache_hit_locked(n);
+    struct ubj_buf *old = *b;
+    assert(old->refcnt > 0);
+    old->refcnt--;
+    cache_release_locked(c, old);
+    *b = n;
+}
+
+/* cache_cow_fill_locked -- make the FREE buffer v a DIRTY copy of the
+ * frozen newest version f and put it in f's place as the newest. */
+static void cache_cow_fill_locked(struct ubj_cache *c, struct ubj_buf *f,
+                                  struct ubj_buf *v, uint64_t txid)
+{
+    v->d->blkno = f->d->blkno;
+    v->d->kind = f->d->kind;
+    memcpy(v->data, f->data, CACHE_BS);
+    v->flags = UBJ_BUF_LOADED | UBJ_BUF_PINNED;
+    v->refcnt = 0;
+    v->referenced = 1;
+    cache_set_state_locked(c, v, UBJ_BUF_DIRTY, txid);
+    cache_hash_remove_locked(c, f);
+    v->d->older = f->idx;
+    v->d->newer = UBJ_NOBUF;
+    f->d->newer = v->idx;
+    cache_hash_insert_locked(c, v);
+}
+
+/* ubj_cache_cow -- the buffer to modify for *b's block (UBJ COW). */
+int ubj_cache_cow(struct ubj_cache *c, struct ubj_buf **b, uint64_t txid)
+{
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        struct ubj_buf *n = cache_newest_locked(c, *b);
+        if (n == NULL) {
+            uint64_t blkno = (*b)->d->blkno;
+            pthread_mutex_unlock(&c->lock);
+            return ubj_set_error(-ESTALE, "cache: write to a dropped version "
+                                 "of block %llu", (unsigned long long)blkno);
+        }
+        cache_move_ref_locked(c, b, n);
+        if (n->d->state != UBJ_BUF_FROZEN) {
+            pthread_mutex_unlock(&c->lock);
+            return 0;
+        }
+        struct ubj_buf *v;
+        int rc = cache_alloc_locked(c, &v);   /* may drop the lock */
+        if (rc < 0) {
+            pthread_mutex_unlock(&c->lock);
+            if (rc == -ENOBUFS)
+                rc = ubj_set_error(rc, "cache: no buffer for a copy of block "
+                                   "%llu (all %u referenced, pinned or frozen)",
+                                   (unsigned long long)n->d->blkno, c->nbufs);
+            return rc;
+        }
+        if (n->d->state != UBJ_BUF_FROZEN || !(n->flags & CACHE_BUF_HASHED))
+            continue;   /* checkpointed (or superseded) meanwhile: look again */
+        cache_cow_fill_locked(c, n, v, txid);
+        cache_move_ref_locked(c, b, v);
+        assert(assert_buf_invariants(c, n) && assert_buf_invariants(c, v));
+        pthread_mutex_unlock(&c->lock);
+        return 1;
+    }
+}
+
+/* ubj_cache_seal -- run cfg.seal on a SEAL-marked buffer now. */
+void ubj_cache_seal(struct ubj_cache *c, struct ubj_buf *b)
+{
+    pthread_mutex_lock(&c->lock);
+    bool seal = (b->flags & UBJ_BUF_SEAL) && c->cfg.seal != NULL;
+    b->flags &= ~UBJ_BUF_SEAL;
+    uint64_t blkno = b->d->blkno;
+    pthread_mutex_unlock(&c->lock);
+    if (seal)
+        c->cfg.seal(c->cfg.ctx, blkno, b->data);
+}
+
+/* ubj_cache_revoke -- drop the block's versions; frozen ones turn
+ * FROZEN_OLD, detached, listed in out[]. */
+uint32_t ubj_cache_revoke(struct ubj_cache *c, uint64_t blkno, uint32_t *out,
+                          uint32_t max)
+{
+    uint32_t n = 0;
+    pthread_mutex_lock(&c->lock);
+    struct ubj_buf *b = cache_find_locked(c, blkno);
+    while (b != NULL) {
+        uint32_t older = b->d->older;
+        uint32_t st = b->d->state;
+        if (!cache_is_frozen(st)) {
+            cache_drop_locked(c, b);
+        } else {
+            if (st == UBJ_BUF_FROZEN) {
+                cache_set_state_locked(c, b, UBJ_BUF_FROZEN_OLD, b->d->txid);
+                assert(n < max);
+                if (n < max)
+                    out[n++] = b->idx;
+            }
+            cache_detach_locked(c, b);
+        }
+        b = older == UBJ_NOBUF ? NULL : &c->bufs[older];
+    }
+    assert(cache_find_locked(c, blkno) == NULL);
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+/* cache_wait_idle_locked -- wait until none of the listed buffers is
+ * io_busy (c->lock held; may wait on io_cv). */
+static void cache_wait_idle_locked(struct ubj_cache *c, const uint32_t *idx,
+                                   uint32_t n)
+{
+    for (uint32_t k = 0; k < n;) {
+        if (c->bufs[idx[k]].io_busy) {
+            pthread_cond_wait(&c->io_cv, &c->lock);
+            k = 0;
+        } else {
+            k++;
+        }
+    }
+}
+
+/* ubj_cache_write_bufs -- write listed buffers home, states unchanged. */
+int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx, uint32_t n)
+{
+    if (n == 0)
+        return 0;
+    pthread_mutex_lock(&c->wb_lock);
+    pthread_mutex_lock(&c->lock);
+    cache_wait_idle_locked(c, idx, n);
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        struct ubj_buf *b = &c->bufs[idx[k]];
+        assert(idx[k] < c->nbufs);
+        if (b->d->state != UBJ_BUF_FROZEN)
+            continue;   /* moved meanwhile: its bytes may change, skip it */
+        b->io_busy = 1;
+        c->wb_ents[m++] = (struct cache_wb_ent){ .blkno = b->d->blkno, .idx = idx[k] };
+    }
+    n = m;
+    pthread_mutex_unlock(&c->lock);
+
+    qsort(c->wb_ents, n, sizeof *c->wb_ents, cache_wb_cmp);
+    cache_wb_write(c, n);
+
+    int rc = 0;
+    pthread_mutex_lock(&c->lock);
+    for (uint32_t k = 0; k < n; k++) {
+        const struct cache_wb_ent *e = &c->wb_ents[k];
+        if (e->rc < 0 && rc == 0)
+            rc = e->rc;
+        cache_io_finish_locked(c, &c->bufs[e->idx], e->rc, true);
+    }
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->wb_lock);
+    return rc;   /* 0 or the first device error (its message is set) */
 }
 
 /* ---- accessors ----------------------------------------------------------- */

@@ -62,7 +62,12 @@ struct ubj_bufdesc {
     uint32_t kind;         /* enum ubj_buf_kind */
     uint32_t older;        /* index of the older version of blkno, UBJ_NOBUF */
     uint32_t newer;        /* index of the newer version of blkno, UBJ_NOBUF */
-    uint64_t reserved[2];
+    uint64_t ptag;         /* UBJ's persistent commit tag (src/txn/ubj.h):
+                              0, or txid << 8 | flags, stored with one
+                              atomic 8-byte store through the nvm layer;
+                              the only word recovery trusts (docs/UBJ.md).
+                              The cache itself never touches it. */
+    uint64_t reserved;
 };
 
 /* Volatile buffer flags. */
@@ -108,7 +113,14 @@ struct ubj_cache_config {
      */
     int (*reclaim)(void *ctx);
     void *ctx;
+    unsigned flags;                 /* UBJ_CACHE_* */
 };
+
+/* desc_mem/data_mem hold the buffers of an earlier life (a persistent
+ * region after a restart): create leaves them untouched, and nothing but
+ * ubj_cache_adopt() and ubj_cache_destroy() may be called until adopt
+ * succeeds. */
+#define UBJ_CACHE_ADOPT 0x1u
 
 /*
  * ubj_cache_create -- a cache of cfg->nbufs buffers over `dev` (not owned).
@@ -118,6 +130,17 @@ struct ubj_cache_config {
  */
 int ubj_cache_create(struct ubj_bdev *dev, const struct ubj_cache_config *cfg,
                      struct ubj_cache **out);
+
+/*
+ * ubj_cache_adopt -- after a create with UBJ_CACHE_ADOPT: keep every
+ * descriptor whose state is FROZEN (the caller's recovery decided which)
+ * as a loaded, cached, newest version of its block (UBJ_BUF_VERIFY set,
+ * version links cleared); every other descriptor becomes FREE.  Only the
+ * state and link fields of descriptors are written.  Returns the number
+ * kept, or -EUCLEAN (a kept block beyond the device, or two kept versions
+ * of one block; the cache stays unusable: destroy it).
+ */
+int ubj_cache_adopt(struct ubj_cache *c);
 
 /* ubj_cache_destroy -- free the cache without writing anything back. */
 void ubj_cache_destroy(struct ubj_cache *c);
@@ -155,6 +178,11 @@ void ubj_cache_set_state(struct ubj_cache *c, struct ubj_buf *b,
 void ubj_cache_mark_dirty(struct ubj_cache *c, struct ubj_buf *b,
                           enum ubj_buf_kind kind, uint64_t txid);
 
+/* ubj_cache_mark_dirty_flags -- ubj_cache_mark_dirty that also sets the
+ * public flags `f` (UBJ: PINNED) in the same step, unless b is GONE. */
+void ubj_cache_mark_dirty_flags(struct ubj_cache *c, struct ubj_buf *b,
+                                enum ubj_buf_kind kind, uint64_t txid, uint32_t f);
+
 /* ubj_cache_set_flags / clear_flags -- change volatile flags under the lock. */
 void ubj_cache_set_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f);
 void ubj_cache_clear_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f);
@@ -182,8 +210,52 @@ int ubj_cache_writeback(struct ubj_cache *c, unsigned flags);
  * that is not referenced (a DIRTY one is discarded, never written), so a
  * later reuse of the block cannot be overwritten by stale data.  A
  * referenced buffer is instead marked CLEAN and left to its holder.
+ * FROZEN and FROZEN_OLD versions belong to the mode and are left alone
+ * (UBJ uses ubj_cache_revoke).
  */
 void ubj_cache_forget(struct ubj_cache *c, uint64_t blkno);
+
+/* ---- UBJ: versions, revoke, sealing, checkpoint writes (src/txn/ubj.c) ---- */
+
+/*
+ * ubj_cache_cow -- the caller (holding a reference on *b) is about to
+ * change *b's block.  Moves to the newest version of the block; if that
+ * is FROZEN, copies it into another buffer that becomes the newest
+ * version, DIRTY in `txid`, PINNED, of the same kind, with the frozen one
+ * as its older version (untouched).  *b is replaced by the buffer to
+ * modify (the reference moves to it).  May call cfg.reclaim for room.
+ * Returns 1 (copied), 0 (no copy needed), -ESTALE (the block was revoked:
+ * *b is a dropped version), -ENOBUFS or reclaim's error.
+ */
+int ubj_cache_cow(struct ubj_cache *c, struct ubj_buf **b, uint64_t txid);
+
+/* ubj_cache_seal -- if b is marked UBJ_BUF_SEAL, call cfg.seal on it now
+ * and clear the mark (a mode freezing b). */
+void ubj_cache_seal(struct ubj_cache *c, struct ubj_buf *b);
+
+/*
+ * ubj_cache_revoke -- block `blkno` was freed (UBJ): its DIRTY and CLEAN
+ * versions are dropped as by ubj_cache_forget; a FROZEN version becomes
+ * FROZEN_OLD and, like every FROZEN_OLD one, leaves the hash and the
+ * version chain (a later get misses) but stays allocated until the mode
+ * sets it FREE.  The indices of the versions turned FROZEN_OLD go to
+ * out[] (at most max).  Returns their count.
+ */
+uint32_t ubj_cache_revoke(struct ubj_cache *c, uint64_t blkno, uint32_t *out,
+                          uint32_t max);
+
+/*
+ * ubj_cache_write_bufs -- write the buffers with indices idx[0..n) home,
+ * sorted and coalesced, without sealing them and without changing their
+ * state (UBJ checkpoint: the mode makes them CLEAN once the device was
+ * flushed).  Only buffers that are FROZEN when the call starts are
+ * written (their bytes cannot change while in flight: a checkpoint that
+ * would make one CLEAN waits for the write); others are skipped, since a
+ * caller without the mount lock may list buffers that moved meanwhile.
+ * Counts them in the write-back statistics.  Returns 0 or the first
+ * device error (every buffer is still attempted).
+ */
+int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx, uint32_t n);
 
 /* ubj_cache_invalidate -- drop every unreferenced CLEAN buffer. */
 void ubj_cache_invalidate(struct ubj_cache *c);

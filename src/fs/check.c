@@ -8,14 +8,16 @@
  * Passes (one report line per problem; "note: " lines are not problems):
  *   0  superblock: magic, checksum, own block number, version, features,
  *      geometry (the layout super.c computes), image size against the
- *      device.  A superblock that cannot be trusted is an operational
- *      error: v1 keeps no backup superblock to fall back on.
+ *      device, mode.  A superblock that cannot be trusted is an
+ *      operational error: v1 keeps no backup superblock to fall back on.
+ *      A mode-ubj image left MOUNTED is not repaired: its NVM region may
+ *      hold newer committed blocks (mount recovers them first).
  *   1  every inode slot of the inode table (an all-zero table block is
- *      15 free inodes): type, flags, extent trees and directory B+trees
- *      walked node by node (header, checksum, own block number, owner,
- *      level/depth, entry counts, key order and bounds, name hashes,
- *      names).  Every block a tree holds is recorded as a "claim" (owner,
- *      kind, run); sizes, block counts, directory counters.
+ *      15 free inodes): type, flags, xattr block, extent trees and
+ *      directory B+trees walked node by node (header, checksum, own block
+ *      number, owner, level/depth, entry counts, key order and bounds,
+ *      name hashes, names).  Every block an inode holds is recorded as a
+ *      "claim" (owner, kind, run); sizes, block counts, directory counters.
  *   1b blocks claimed twice: a sweep of the claims sorted by block.
  *   2  directory entries: target in use, file type, links to the root or
  *      to the directory itself, a directory named more than once; '..'
@@ -25,16 +27,19 @@
  *   4  link counts: files = names, directories = 2 + subdirectories.
  *   5  block and inode bitmaps (metadata blocks, inode 0 and the bits past
  *      the end must be set) and the superblock's free counts against the
- *      maps built from the claims.
+ *      maps built from the claims as found; a repair writes the maps as
+ *      they are after it (its own changes need no further line).
  *
  * Repairs (decided while checking, applied after pass 4 so that every
  * allocation sees the complete map of used blocks):
  *  - an inode block with a bad magic or block number is garbage: its 15
  *    inodes are cleared; with only a bad checksum, its inodes are checked
  *    one by one and the block resealed;
+ *  - a damaged xattr block is dropped (its attributes are lost);
  *  - an invalid inode (mode, symlink) is cleared; entries pointing at a
  *    free inode are dropped; unreachable inodes are freed (v1 has no
- *    lost+found); orphans are freed, as the next mount would;
+ *    lost+found); orphans are freed, as the next mount would (a valid
+ *    orphan list is a note, not a problem);
  *  - a damaged extent tree or directory tree is rebuilt from what is
  *    valid in it (dropped nodes lose what they held); a missing root
  *    directory is recreated empty;
@@ -48,7 +53,8 @@
  * Invariants: every number read from the device is range-checked before
  * it indexes memory or the device; each tree node is visited at most once
  * (the node map), so a corrupt image can neither loop nor explode the
- * walk; memory is O(nblocks / 4 bits + in-use inodes + extents + names).
+ * walk; memory is two bits per block plus O(in-use inodes + extents +
+ * names).
  * Without UBJ_CHECK_REPAIR nothing is ever written.
  */
 #include <dirent.h>
@@ -59,6 +65,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "fs/fs.h"
+#include "txn/journal.h"     /* journal replay before the passes */
 
 #define CK_EXT_MAX_DEPTH 5u         /* extent.c's EXT_MAX_DEPTH */
 #define CK_DIR_MAX_DEPTH 8u         /* dir.c's DIR_MAX_DEPTH */
@@ -72,7 +79,7 @@
 #define CK_NONE UINT64_MAX
 #define CK_LL(x) ((unsigned long long)(x))
 
-enum ck_kind { CK_DATA = 0, CK_EXTNODE = 1, CK_DIRNODE = 2 };
+enum ck_kind { CK_DATA = 0, CK_EXTNODE = 1, CK_DIRNODE = 2, CK_XATTRNODE = 3 };
 
 /* Inode record flags. */
 #define CK_DEAD    0x0001u  /* free, or freed by the repair */
@@ -99,7 +106,8 @@ struct ck_ino {
     uint64_t parent;        /* on disk (directories) */
     uint64_t onext;         /* orphan_next on disk */
     uint64_t want_size;     /* with CK_XSIZE */
-    uint64_t blocks;        /* counted: data + tree nodes */
+    uint64_t blocks;        /* counted: data + tree nodes + xattr block */
+    uint64_t xblocks;       /* 1 if the inode keeps an xattr block */
     uint64_t entries;       /* directories: names kept */
     uint64_t nodes;         /* directories: tree nodes counted */
     uint64_t pdir;          /* directories: the one holding its name */
@@ -603,7 +611,8 @@ static int ck_super_geometry(struct ck *ck)
         return -1;
     uint64_t end = sb->it_start + sb->it_blocks;
     if (sb->journal_start || sb->journal_blocks) {
-        if (sb->journal_start != end || sb->journal_blocks >= sb->nblocks - end) {
+        if (sb->journal_start != end || sb->journal_blocks == 0 ||
+            sb->journal_blocks >= sb->nblocks - end) {
             ck_fatal(ck, "superblock: journal at %llu+%llu out of place",
                      CK_LL(sb->journal_start), CK_LL(sb->journal_blocks));
             return -1;
@@ -629,7 +638,7 @@ static void ck_super_fields(struct ck *ck)
         sb->root_ino = UBJ_ROOT_INO;
         ck->sb_dirty = true;
     }
-    if (sb->mode != UBJ_FMT_MODE_NONE && sb->mode != UBJ_FMT_MODE_UBJ)
+    if (sb->mode > UBJ_FMT_MODE_WRITEBACK)   /* none, ubj, ordered, journal, writeback */
         ck_problem(ck, false, "superblock: unknown consistency mode %u", sb->mode);
     if (sb->state & ~known) {
         ck_problem(ck, true, "superblock: unknown state bits 0x%x",
@@ -639,6 +648,15 @@ static void ck_super_fields(struct ck *ck)
     }
     if (sb->state & UBJ_STATE_MOUNTED)
         ck_note(ck, "the file system was not cleanly unmounted (state MOUNTED)");
+    if ((sb->state & UBJ_STATE_MOUNTED) && sb->mode == UBJ_FMT_MODE_UBJ) {
+        if (ck->repair)
+            ck_fatal(ck, "mode ubj: the newest committed blocks may be only in the "
+                     "NVM region; mount the image with its region (which recovers "
+                     "them) before repairing it");
+        else
+            ck_note(ck, "mode ubj: unless this is the image with its NVM region "
+                    "overlaid, committed blocks may be only in the region");
+    }
     if (sb->state & UBJ_STATE_ERRORS)
         ck_note(ck, "the file system has its ERRORS flag set");
 }
@@ -669,7 +687,7 @@ static int ck_pass0(struct ck *ck)
     }
     ck_bset_range(ck->used, 0, ck->sb.data_start);
     ck_super_fields(ck);
-    return 0;
+    return ck->fatal ? -1 : 0;
 }
 
 /* ---- pass 1: extent trees -------------------------------------------------- */
@@ -854,7 +872,7 @@ static void ck_file(struct ck *ck, struct ck_ino *r, const struct ubj_inode *ip)
     }
     if (w.bad)
         r->flags |= CK_REXT;
-    r->blocks = w.blocks;
+    r->blocks = w.blocks + r->xblocks;
     ck_blocks_check(ck, r, ip);
     uint64_t min = w.wend * UBJ_BS;
     if (ip->size > UBJ_MAX_FILE_SIZE || ck_div_up(ip->size, UBJ_BS) < w.wend) {
@@ -890,7 +908,7 @@ static void ck_symlink_long(struct ck *ck, struct ck_ino *r, const struct ubj_in
         ck_kill(ck, r, "target contains a NUL byte");
         return;
     }
-    r->blocks = w.blocks;
+    r->blocks = w.blocks + r->xblocks;
     ck_blocks_check(ck, r, ip);
 }
 
@@ -914,7 +932,7 @@ static void ck_symlink(struct ck *ck, struct ck_ino *r, const struct ubj_inode *
         ck_kill(ck, r, "target contains a NUL byte");
         return;
     }
-    r->blocks = 0;
+    r->blocks = r->xblocks;
     ck_blocks_check(ck, r, ip);
 }
 
@@ -923,12 +941,13 @@ static bool ck_special(struct ck *ck, struct ck_ino *r, struct ubj_inode *ip)
 {
     bool changed = false;
     if (ip->flags & UBJ_IFL_EXTTREE) {
-        ck_problem(ck, true, "inode %llu (%s): has an extent tree flag: clear it", CK_LL(r->ino),
+        ck_problem(ck, true, "inode %llu (%s): has an extent tree flag: clear it",
+                   CK_LL(r->ino),
                    ck_type_name(r->mode));
         ip->flags &= ~UBJ_IFL_EXTTREE;
         changed = true;
     }
-    r->blocks = 0;
+    r->blocks = r->xblocks;
     ck_blocks_check(ck, r, ip);
     return changed;
 }
@@ -1018,7 +1037,8 @@ static void ck_dir_rec(struct ck *ck, struct ck_dw *w, uint64_t blk, const uint8
     if (why) {
         char shown[80];
         ck_problem(ck, true, "directory %llu: entry '%s' (node %llu, inode %llu): "
-                   "%s: remove it", CK_LL(w->ino), ck_show(shown, sizeof shown, name, len),
+                   "%s: remove it", CK_LL(w->ino),
+                   ck_show(shown, sizeof shown, name, len),
                    CK_LL(blk), CK_LL(ino), why);
         w->bad = true;
         return;
@@ -1153,12 +1173,12 @@ static void ck_dir_counts(struct ck *ck, struct ck_ino *r, const struct ubj_inod
     if (r->flags & CK_RDIR)
         return;
     if (dr->entries != r->entries || dr->nodes != r->nodes ||
-        ip->blocks != r->nodes || ip->size != size) {
+        ip->blocks != r->blocks || ip->size != size) {
         ck_problem(ck, true, "directory %llu: records %llu names, %llu nodes, %llu "
                    "blocks, size %llu; found %llu, %llu, %llu, %llu", CK_LL(r->ino),
                    CK_LL(dr->entries), CK_LL(dr->nodes), CK_LL(ip->blocks),
                    CK_LL(ip->size), CK_LL(r->entries), CK_LL(r->nodes),
-                   CK_LL(r->nodes), CK_LL(size));
+                   CK_LL(r->blocks), CK_LL(size));
         r->flags |= CK_XDIRCNT;
     }
 }
@@ -1171,7 +1191,8 @@ static bool ck_dir(struct ck *ck, struct ck_ino *r, struct ubj_inode *ip)
     struct ck_dw w = { .rec = (uint64_t)(r - ck->recs), .ino = r->ino,
                        .edge0 = ck->nedges };
     if (ip->flags & UBJ_IFL_EXTTREE) {
-        ck_problem(ck, true, "directory %llu: has an extent tree flag: clear it", CK_LL(r->ino));
+        ck_problem(ck, true, "directory %llu: has an extent tree flag: clear it",
+                   CK_LL(r->ino));
         ip->flags &= ~UBJ_IFL_EXTTREE;
         changed = true;
     }
@@ -1187,13 +1208,91 @@ static bool ck_dir(struct ck *ck, struct ck_ino *r, struct ubj_inode *ip)
     if (w.bad)
         r->flags |= CK_RDIR;
     r->nodes = w.nodes;
-    r->blocks = w.nodes;
+    r->blocks = w.nodes + r->xblocks;
     r->entries = ck->nedges - w.edge0;
     ck_dir_counts(ck, r, ip);
     return changed;
 }
 
 /* ---- pass 1: the inode table ------------------------------------------------ */
+
+/* ck_xattr_cmp -- order of xattr names (ns, bytes, length) as xattr.c. */
+static int ck_xattr_cmp(const uint8_t *a, const uint8_t *b)
+{
+    if (a[0] != b[0])
+        return a[0] < b[0] ? -1 : 1;
+    unsigned la = a[1], lb = b[1];
+    int c = memcmp(a + UBJ_XATTR_REC_FIXED, b + UBJ_XATTR_REC_FIXED, la < lb ? la : lb);
+    if (c != 0)
+        return c;
+    return la == lb ? 0 : la < lb ? -1 : 1;
+}
+
+/* ck_xattr_why -- what is wrong with the records of xattr node b of inode
+ * ino, or NULL. */
+static const char *ck_xattr_why(const uint8_t *b, uint64_t ino)
+{
+    struct ubj_xattr_node n;
+    const uint8_t *area = b + UBJ_XATTR_REC_OFF, *prev = NULL;
+    size_t off = 0;
+    memcpy(&n, b, sizeof n);
+    if (n.owner != ino)
+        return "owned by another inode";
+    if (n.count == 0 || n.used > UBJ_XATTR_SPACE)
+        return "bad record count or size";
+    for (unsigned i = 0; i < n.count; i++) {
+        if (off + UBJ_XATTR_REC_FIXED > n.used)
+            return "record past the end";
+        const uint8_t *p = area + off;
+        unsigned vlen = (unsigned)p[2] | (unsigned)p[3] << 8;
+        if (p[0] < UBJ_XATTR_NS_USER || p[0] > UBJ_XATTR_NS_SECURITY || p[1] == 0)
+            return "bad record name";
+        off += (UBJ_XATTR_REC_FIXED + p[1] + vlen + 3u) & ~(size_t)3u;
+        if (off > n.used)
+            return "record past the end";
+        if (prev && ck_xattr_cmp(prev, p) >= 0)
+            return "records out of order";
+        prev = p;
+    }
+    return off == n.used ? NULL : "record sizes do not add up";
+}
+
+/* ck_xattr -- the inode's extended-attribute block; a damaged one is
+ * dropped (xattr_blk cleared in ip: true), a bad checksum resealed. */
+static bool ck_xattr(struct ck *ck, struct ck_ino *r, struct ubj_inode *ip)
+{
+    uint64_t blk = ip->xattr_blk;
+    const char *why = NULL;
+    if (blk == 0)
+        return false;
+    if (blk < ck->sb.data_start || blk >= ck->nb)
+        why = "block outside the data area";
+    else if (ck_bget(ck->nodes, blk))
+        why = "block already used by a tree node";
+    else if (ck_read(ck, blk, ck->tmp) < 0)
+        return false;
+    if (!why)
+        why = ck_hdr_why(ck->tmp, UBJ_MAGIC_XATTR, blk);
+    if (!why)
+        why = ck_xattr_why(ck->tmp, r->ino);
+    if (why) {
+        ck_problem(ck, true, "inode %llu: xattr block %llu: %s: drop the "
+                   "attributes", CK_LL(r->ino), CK_LL(blk), why);
+        ip->xattr_blk = 0;
+        return true;
+    }
+    if (!ck_crc_ok(ck, ck->tmp)) {
+        ck_problem(ck, true, "inode %llu: xattr block %llu: bad checksum (records "
+                   "valid): reseal it", CK_LL(r->ino), CK_LL(blk));
+        ck_seal(ck, ck->tmp, UBJ_MAGIC_XATTR, blk);
+        if (ck->repair)
+            ck_write(ck, blk, ck->tmp);
+    }
+    ck_bset(ck->nodes, blk);
+    if (ck_claim_add(ck, (uint64_t)(r - ck->recs), CK_XATTRNODE, blk, 0, 1, false))
+        r->xblocks = 1;
+    return false;
+}
 
 /* ck_mode_ok -- a known file type and no stray mode bits. */
 static bool ck_mode_ok(uint32_t mode)
@@ -1250,12 +1349,8 @@ static bool ck_inode(struct ck *ck, uint64_t ino, struct ubj_inode *ip)
         ip->flags &= UBJ_IFL_EXTTREE;
         changed = true;
     }
-    if (ip->xattr_blk) {
-        ck_problem(ck, true, "inode %llu: reserved xattr block %llu set: clear it", CK_LL(ino),
-                   CK_LL(ip->xattr_blk));
-        ip->xattr_blk = 0;
+    if (ck_xattr(ck, r, ip))
         changed = true;
-    }
     switch (ip->mode & S_IFMT) {
     case S_IFREG: ck_file(ck, r, ip); break;
     case S_IFDIR: changed |= ck_dir(ck, r, ip); break;
@@ -1337,13 +1432,15 @@ static bool ck_claim_live(const struct ck *ck, const struct ck_claim *c)
 static void ck_dup_report(struct ck *ck, const struct ck_claim *a,
                           const struct ck_claim *b, const struct ck_claim *victim)
 {
-    static const char *kinds[] = { "data", "extent node", "directory node" };
+    static const char *kinds[] = { "data", "extent node", "directory node",
+                                   "xattr block" };
     uint64_t from = b->pblk > a->pblk ? b->pblk : a->pblk;
     uint64_t ea = a->pblk + a->len, eb = b->pblk + b->len;
     uint64_t to = (ea < eb ? ea : eb) - 1;
     const struct ck_ino *v = &ck->recs[victim->rec];
     ck_problem(ck, true, "blocks %llu..%llu are used twice: by inode %llu (%s) and "
-               "inode %llu (%s): copy inode %llu's blocks elsewhere", CK_LL(from), CK_LL(to),
+               "inode %llu (%s): copy inode %llu's blocks elsewhere",
+               CK_LL(from), CK_LL(to),
                CK_LL(ck->recs[a->rec].ino), kinds[a->kind],
                CK_LL(ck->recs[b->rec].ino), kinds[b->kind], CK_LL(v->ino));
 }
@@ -1903,7 +2000,7 @@ static void ck_ext_build(struct ck *ck, size_t ri)
                                                    UBJ_EXT_ROOT_MAX, (uint16_t)depth };
         memcpy(ip->i_data.ext.e, ents, cnt * 16u);
         ip->flags |= UBJ_IFL_EXTTREE;
-        ip->blocks = blocks + nodes;
+        ip->blocks = blocks + nodes + ck->recs[ri].xblocks;
         ck->recs[ri].blocks = ip->blocks;
         ck->recs[ri].flags &= ~CK_XBLOCKS;
         ck_iput(ck, blk);
@@ -2062,7 +2159,7 @@ static void ck_dir_build(struct ck *ck, size_t ri)
             ip->i_data.dir.depth = depth;
             ip->i_data.dir.entries = entries;
             ip->i_data.dir.nodes = nodes;
-            ip->blocks = nodes;
+            ip->blocks = nodes + d->xblocks;
             ip->size = nodes * UBJ_BS;
             d->flags &= ~(CK_XDIRCNT | CK_NOTREE);
             ck_iput(ck, blk);
@@ -2098,7 +2195,7 @@ static void ck_inode_fix(struct ck *ck, size_t ri)
         if (r->flags & CK_XDIRCNT) {
             ip->i_data.dir.entries = r->entries;
             ip->i_data.dir.nodes = r->nodes;
-            ip->blocks = r->nodes;
+            ip->blocks = r->nodes + r->xblocks;
             ip->size = (r->flags & CK_NOTREE) ? 0 : r->nodes * UBJ_BS;
         }
     }
@@ -2158,7 +2255,8 @@ static void ck_run_flush(struct ck *ck, struct ck_runs *rs)
     else
         ck_problem(ck, true, "%s bitmap: %ss %llu..%llu %s", rs->what, rs->what,
                    CK_LL(rs->start), CK_LL(rs->end - 1),
-                   rs->kind ? "are in use but marked free" : "are free but marked in use");
+                   rs->kind ? "are in use but marked free"
+                            : "are free but marked in use");
 }
 
 /* ck_run_add -- bit `bit` differs (kind as in struct ck_runs). */
@@ -2376,6 +2474,28 @@ static void ck_free(struct ck *ck)
     free(ck);
 }
 
+/* ck_journal -- before pass 0: replay what a journaled session left
+ * (src/txn/jrecovery.c) -- onto the image with repair, else into an
+ * in-memory overlay that the passes then read (*view, destroyed by the
+ * caller).  Its note and problem lines are reported here. */
+static void ck_journal(struct ck *ck, struct ubj_bdev **view)
+{
+    struct ubj_jfsck j;
+    int rc = ubj_journal_fsck(ck->dev, ck->repair, &j);
+    if (rc < 0) {
+        ck_fatal(ck, "journal: cannot replay: %s", strerror(-rc));
+        return;
+    }
+    if (j.note[0])
+        ck_note(ck, "%s", j.note);
+    if (j.problem[0])
+        ck_problem(ck, ck->repair ? j.fixed : true, "%s", j.problem);
+    if (j.view != NULL) {
+        *view = j.view;
+        ck->dev = j.view;
+    }
+}
+
 /* ubj_check -- check (and with UBJ_CHECK_REPAIR repair) the image on dev. */
 int ubj_check(struct ubj_bdev *dev, unsigned flags,
               void (*report)(void *ctx, const char *line), void *ctx)
@@ -2401,7 +2521,10 @@ int ubj_check(struct ubj_bdev *dev, unsigned flags,
     ck->repair = (flags & UBJ_CHECK_REPAIR) != 0;
     ck->report = report;
     ck->rctx = ctx;
-    int rc = ck_run(ck);
+    struct ubj_bdev *view = NULL;
+    ck_journal(ck, &view);
+    int rc = ck->fatal ? UBJ_CHECK_OPERROR : ck_run(ck);
+    ubj_bdev_destroy(view);
     ck_free(ck);
     return rc;
 }

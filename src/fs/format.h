@@ -13,7 +13,7 @@
  *                                nodes, long symlink targets
  *
  * Metadata blocks (superblock, bitmaps, inode table, extent nodes,
- * directory nodes) begin with a 16-byte header: type magic, crc32c of the
+ * directory nodes, xattr blocks) begin with a 16-byte header: type magic, crc32c of the
  * whole block with the crc field zero (seeded with the crc32c of the uuid),
  * and the block's own number (catches misdirected writes).
  */
@@ -54,6 +54,9 @@ static_assert(sizeof(struct ubj_blkhdr) == 16, "blkhdr");
 /* Consistency mode recorded at mkfs (default for mount). */
 #define UBJ_FMT_MODE_NONE 0u
 #define UBJ_FMT_MODE_UBJ  1u   /* NVM-resident cache, commit in place (docs/UBJ.md) */
+#define UBJ_FMT_MODE_ORDERED   2u  /* journal: data home before metadata commits (docs/JOURNAL.md) */
+#define UBJ_FMT_MODE_JOURNAL   3u  /* journal: data and metadata through the log */
+#define UBJ_FMT_MODE_WRITEBACK 4u  /* journal: metadata only, data unordered */
 
 struct ubj_super {
     struct ubj_blkhdr hdr;       /*   0 magic UBJ_MAGIC_SUPER, blkno 0 */
@@ -122,7 +125,7 @@ struct ubj_ext_hdr {
  * physical block `pblk`.  Bit 31 of len marks an unwritten (preallocated,
  * reads as zeros) extent; len (without the bit) is 1..32767 here in v1. */
 #define UBJ_EXT_UNWRITTEN 0x80000000u
-#define UBJ_EXT_MAX_LEN 32768u
+#define UBJ_EXT_MAX_LEN 32768u   /* exclusive bound: lengths 1..32767 */
 struct ubj_extent {
     uint32_t lblk;
     uint32_t len;
@@ -178,8 +181,10 @@ static_assert(sizeof(struct ubj_inode) == UBJ_INODE_SIZE, "inode");
 /* ---- directory B+tree nodes ------------------------------------------- */
 /*
  * Keys are 63-bit name hashes with the low 8 bits a collision index:
- *   key = ((hash64(seed, name) >> 1) & ~0xff) | seq,  key >= 0x100.
- * Keys are the readdir cookies; cookies 0..2 are "start", ".", "..".
+ *   key = max((hash64(seed, name) >> 1) & ~0xff, 0x100) | seq.
+ * Keys are the readdir cookies.  Below 0x100: cookie 0 starts the listing
+ * at ".", 1 resumes at "..", 2..0xff at the first name; a name's cookie
+ * (the position after it) is its key + 1.
  *
  * A node: block header, node header, then records packed from offset 32.
  * Leaf record:     u64 key, u64 ino, u8 type (DT_*), u8 namelen, name
@@ -231,5 +236,91 @@ static_assert(sizeof(struct ubj_xattr_node) == 32, "xattr node");
 #define UBJ_XATTR_SPACE (UBJ_BS - UBJ_XATTR_REC_OFF)   /* 4064 bytes */
 #define UBJ_XATTR_REC_FIXED 4u
 #define UBJ_XATTR_VALUE_MAX (UBJ_XATTR_SPACE - UBJ_XATTR_REC_FIXED - 1u) /* 4059 */
+
+/* ---- the journal (modes ordered, journal, writeback; docs/JOURNAL.md) --- */
+/*
+ * The area [journal_start, +journal_blocks) holds, at relative block 0,
+ * the journal superblock and, in relative blocks [first, maxlen), a
+ * circular log of transactions.  A transaction is laid out as
+ *     revoke block*  (descriptor block, its data blocks)*  commit block
+ * (positions wrap from maxlen - 1 to first).  Every control block
+ * (superblock, descriptor, revoke, commit) starts with struct ubj_jhdr and
+ * keeps everything it says in its first 512 bytes but descriptors and
+ * revoke blocks, whose tail holds more tags/records; the rest is zero.
+ * Checksums: crc32c seeded with crc32c(~0, uuid) as every metadata block.
+ * A journaled block whose first 4 bytes equal UBJ_JMAGIC is stored with
+ * them zeroed (UBJ_JTAG_ESCAPED) so the log never shows a false header.
+ */
+#define UBJ_JMAGIC 0x4c4a4255u        /* "UBJL" at offset 0 of control blocks */
+#define UBJ_JB_DESCRIPTOR 1u
+#define UBJ_JB_COMMIT     2u
+#define UBJ_JB_SUPER      3u
+#define UBJ_JB_REVOKE     4u
+
+struct ubj_jhdr {
+    uint32_t magic;      /*  0 UBJ_JMAGIC */
+    uint32_t blocktype;  /*  4 UBJ_JB_* */
+    uint64_t sequence;   /*  8 transaction id (superblock: 0) */
+    uint32_t crc;        /* 16 crc32c(seed, whole block with crc = 0) */
+    uint32_t count;      /* 20 descriptor: tags; revoke: records; else 0 */
+    uint64_t reserved;   /* 24 zero */
+};
+static_assert(sizeof(struct ubj_jhdr) == 32, "jhdr");
+
+#define UBJ_JOURNAL_VERSION 1u
+#define UBJ_JFEAT_INCOMPAT_CSUM  0x1u  /* crc32c on control blocks and tags */
+#define UBJ_JFEAT_INCOMPAT_64BIT 0x2u  /* tags name 64-bit block numbers */
+#define UBJ_JFEAT_INCOMPAT_KNOWN (UBJ_JFEAT_INCOMPAT_CSUM | UBJ_JFEAT_INCOMPAT_64BIT)
+#define UBJ_JFEAT_COMPAT_ASYNC_COMMIT 0x1u /* commit blocks are written without
+                                              a flush before them: a transaction
+                                              checksum mismatch ends the log */
+
+/* The journal superblock: relative block 0 of the area. */
+struct ubj_jsuper {
+    struct ubj_jhdr hdr;       /*   0 blocktype UBJ_JB_SUPER, sequence 0 */
+    uint32_t version;          /*  32 UBJ_JOURNAL_VERSION */
+    uint32_t block_size;       /*  36 4096 */
+    uint64_t area_start;       /*  40 absolute block of this superblock */
+    uint64_t maxlen;           /*  48 blocks of the area (= sb.journal_blocks) */
+    uint64_t first;            /*  56 first log block, relative (1) */
+    uint64_t sequence;         /*  64 id of the first transaction of the log */
+    uint64_t start;            /*  72 relative block where it begins; 0 = empty */
+    uint8_t  uuid[16];         /*  80 the file system's uuid */
+    uint64_t feat_compat;      /*  96 UBJ_JFEAT_COMPAT_* */
+    uint64_t feat_incompat;    /* 104 UBJ_JFEAT_INCOMPAT_* (both in v1) */
+    uint64_t feat_ro_compat;   /* 112 0 */
+    uint32_t max_txn;          /* 120 log blocks a transaction may use (a hint) */
+    uint32_t reserved0;        /* 124 */
+    uint8_t  reserved[UBJ_BS - 128];
+};
+static_assert(sizeof(struct ubj_jsuper) == UBJ_BS, "jsuper");
+
+/* Descriptor tag: one per journaled block, in log order after the
+ * descriptor; tags start at byte 32 of the descriptor. */
+#define UBJ_JTAG_ESCAPED   0x1u  /* first 4 bytes were UBJ_JMAGIC, stored as 0 */
+#define UBJ_JTAG_SAME_UUID 0x2u  /* jbd2's flag: no uuid follows (always, v1) */
+#define UBJ_JTAG_LAST      0x4u  /* the descriptor's last tag */
+#define UBJ_JTAG_KNOWN (UBJ_JTAG_ESCAPED | UBJ_JTAG_SAME_UUID | UBJ_JTAG_LAST)
+struct ubj_jtag {
+    uint64_t blocknr;    /* home block */
+    uint32_t flags;      /* UBJ_JTAG_* */
+    uint32_t crc;        /* crc32c(seed, sequence (8 bytes) || log copy) */
+};
+static_assert(sizeof(struct ubj_jtag) == 16, "jtag");
+#define UBJ_JTAGS_PER_BLOCK ((UBJ_BS - 32u) / 16u)     /* 254 */
+#define UBJ_JREVOKES_PER_BLOCK ((UBJ_BS - 32u) / 8u)   /* 508 u64 block numbers */
+
+/* Commit block: ends a transaction. */
+struct ubj_jcommit {
+    struct ubj_jhdr hdr;       /*  0 blocktype UBJ_JB_COMMIT */
+    int64_t  commit_sec;       /* 32 wall-clock time of the commit */
+    uint32_t commit_nsec;      /* 40 */
+    uint32_t nblocks;          /* 44 log blocks of the transaction before this one */
+    uint32_t txn_crc;          /* 48 crc32c(seed) chained over those blocks as
+                                      written, in log order */
+    uint32_t reserved0;        /* 52 */
+    uint8_t  reserved[UBJ_BS - 56];
+};
+static_assert(sizeof(struct ubj_jcommit) == UBJ_BS, "jcommit");
 
 #endif /* UBJ_FS_FORMAT_H */

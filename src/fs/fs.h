@@ -174,4 +174,15 @@ int fs_dir_iterate(struct ubj_fs *fs, struct fs_iref *dir, uint64_t cookie,
 /* free every node of an empty directory's tree */
 int fs_dir_destroy(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir);
 
+/* ---- xattr.c ---- */
+/* fs_xattr_free -- free the inode's xattr block, if any (inode destroy). */
+int fs_xattr_free(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
+
+/* ---- extent.c: preallocation, for falloc.c ---- */
+/* fs_ext_prealloc -- if lblk lies in a hole, allocate up to `want` blocks
+ * there as one unwritten extent (reads as zeros); a mapped lblk is left
+ * alone.  *got = blocks from lblk now mapped the same way (1..want). */
+int fs_ext_prealloc(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
+                    uint32_t lblk, uint32_t want, uint32_t *got);
+
 #endif /* UBJ_FS_FS_H */

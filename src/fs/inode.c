@@ -285,6 +285,8 @@ int fs_inode_destroy(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino)
     if (rc == 0)
         rc = inode_free_contents(fs, h, &r);
     if (rc == 0)
+        rc = fs_xattr_free(fs, h, &r);
+    if (rc == 0)
         rc = fs_iwrite(fs, h, &r);
     if (rc == 0) {
         memset(r.ip, 0, sizeof *r.ip);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 #include "fs/fs.h"
+#include "txn/journal.h"     /* the journal area: format, other modes' mount */
 
 #define SUPER_MIN_BLOCKS 256u
 #define SUPER_MAX_BLOCKS (1ULL << 40)
@@ -51,6 +52,10 @@ static const struct super_mode_name {
     uint32_t fmt;
 } super_modes[] = {
     { UBJ_MODE_NONE, UBJ_FMT_MODE_NONE },
+    { UBJ_MODE_UBJ, UBJ_FMT_MODE_UBJ },
+    { UBJ_MODE_ORDERED, UBJ_FMT_MODE_ORDERED },
+    { UBJ_MODE_JOURNAL, UBJ_FMT_MODE_JOURNAL },
+    { UBJ_MODE_WRITEBACK, UBJ_FMT_MODE_WRITEBACK },
 };
 
 /* super_mode_by_name -- the recorded number of mode `name`; -1 if unknown. */
@@ -315,6 +320,7 @@ int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc)
 struct super_layout {
     uint64_t nblocks, ninodes;
     uint64_t bb_blocks, ib_blocks, it_start, it_blocks, data_start;
+    uint64_t journal_blocks;     /* after the inode table; 0: none */
 };
 
 /* super_layout_compute -- the regions of an image; -ENOSPC if none fit. */
@@ -472,6 +478,10 @@ static void super_fill(struct ubj_super *sb, const struct super_layout *l,
     sb->it_start = l->it_start;
     sb->it_blocks = l->it_blocks;
     sb->data_start = l->data_start;
+    if (l->journal_blocks) {
+        sb->journal_start = l->it_start + l->it_blocks;
+        sb->journal_blocks = l->journal_blocks;
+    }
     sb->free_blocks = l->nblocks - l->data_start - 1;
     sb->free_inodes = l->ninodes - 2;
     sb->root_ino = UBJ_ROOT_INO;
@@ -506,9 +516,48 @@ static int super_format_check(struct ubj_bdev *dev, const struct ubj_format_opts
     *mode = super_mode_by_name(name);
     if (*mode < 0 || !ubj_mode_find(name))
         return ubj_set_error(-EINVAL, "format: unknown mode \"%s\"", name);
-    if (o->flags & ~UBJ_FORMAT_ZEROED)
+    if (o->flags & ~(UBJ_FORMAT_ZEROED | UBJ_FORMAT_JOURNAL_ASYNC))
         return ubj_set_error(-EINVAL, "format: unknown flags 0x%x", o->flags);
     return 0;
+}
+
+/* super_layout_journal -- reserve the journal area after the inode table:
+ * opts.journal_blocks, or for a journal mode the default scaled to the
+ * image (src/txn/jrecovery.c).  0, -EINVAL (too small), -ENOSPC. */
+static int super_layout_journal(struct super_layout *l,
+                                const struct ubj_format_opts *o, uint32_t mode)
+{
+    bool jmode = mode == UBJ_FMT_MODE_ORDERED || mode == UBJ_FMT_MODE_JOURNAL ||
+                 mode == UBJ_FMT_MODE_WRITEBACK;
+    uint64_t jb = o->journal_blocks;
+    if (jb == 0 && jmode)
+        jb = ubj_journal_default_blocks(l->nblocks);
+    if (jb == 0)
+        return 0;
+    if (jb < UBJ_JOURNAL_MIN_BLOCKS)
+        return ubj_set_error(-EINVAL, "format: a journal of %llu blocks is "
+                             "smaller than %u blocks", (unsigned long long)jb,
+                             UBJ_JOURNAL_MIN_BLOCKS);
+    if (jb >= l->nblocks - l->data_start)
+        return ubj_set_error(-ENOSPC, "format: a journal of %llu blocks leaves "
+                             "no data blocks in %llu", (unsigned long long)jb,
+                             (unsigned long long)l->nblocks);
+    l->journal_blocks = jb;
+    l->data_start += jb;
+    return 0;
+}
+
+/* super_format_journal -- an empty journal in the area sb names. */
+static int super_format_journal(struct ubj_bdev *dev, const struct ubj_format_opts *o,
+                                const struct ubj_super *sb)
+{
+    struct ubj_jgeom g;
+    int rc = ubj_journal_geom(dev, sb, &g);
+    if (rc == 0)
+        rc = ubj_journal_format(&g, (o->flags & UBJ_FORMAT_JOURNAL_ASYNC) ?
+                                UBJ_JFEAT_COMPAT_ASYNC_COMMIT : 0,
+                                (o->flags & UBJ_FORMAT_ZEROED) != 0);
+    return rc;
 }
 
 /* super_format_write -- write every region, then the superblock; flush. */
@@ -534,6 +583,8 @@ static int super_format_write(struct ubj_bdev *dev, const struct ubj_format_opts
         rc = super_zero_range(dev, buf, l->it_start, l->it_blocks);
     if (rc == 0)
         rc = super_write_root(dev, seed, buf, l, &now);
+    if (rc == 0 && l->journal_blocks)
+        rc = super_format_journal(dev, o, sb);
     if (rc == 0) {
         fs_block_seal(seed, sb, UBJ_MAGIC_SUPER, 0);
         rc = ubj_bdev_write(dev, 0, 1, sb);
@@ -557,6 +608,8 @@ int ubj_format(struct ubj_bdev *dev, const struct ubj_format_opts *opts)
     if (rc < 0)
         return rc;
     rc = super_layout_compute(dev->nblocks, o->inodes, &l);
+    if (rc == 0)
+        rc = super_layout_journal(&l, o, (uint32_t)mode);
     if (rc < 0)
         return rc;
     uint8_t *buf = aligned_alloc(UBJ_BS, (size_t)SUPER_BATCH * UBJ_BS);
@@ -780,6 +833,8 @@ static void super_fs_free(struct ubj_fs *fs)
     fs_alloc_fini(fs);
     if (fs->cache)
         ubj_cache_destroy(fs->cache);
+    if (fs->txn.ops && fs->txn.ops->release && fs->txn.arg)
+        fs->txn.ops->release(fs->txn.arg);   /* after the cache: its memory */
     pthread_mutex_destroy(&fs->lock);
     pthread_cond_destroy(&fs->timer_cv);
     free(fs);
@@ -889,15 +944,37 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
     struct ubj_cache_config cc = {
         .nbufs = nbufs, .seal = fs_seal, .reclaim = super_reclaim, .ctx = fs,
     };
-    int rc = ubj_cache_create(fs->dev, &cc, &fs->cache);
+    void *marg = NULL;   /* the mode's prepare(): ubj maps its NVM region */
+    int rc = 0;
+    if (fs->sb.journal_blocks && !ubj_mode_is_journal(ops))   /* docs/JOURNAL.md */
+        rc = ubj_journal_mount_other(fs->dev, &fs->sb,
+                                     (fs->flags & UBJ_MOUNT_RDONLY) != 0);
     if (rc < 0)
+        return rc;
+    if (ops->prepare)
+        rc = ops->prepare(cfg, fs->sb.uuid, fs->dev->nblocks, &cc, &marg);
+    else if (cfg && cfg->nvm_path)
+        rc = ubj_set_error(-EINVAL, "mount: mode %s takes no NVM region "
+                           "(--nvm is for mode ubj)", ops->name);
+    if (rc < 0)
+        return rc;
+    rc = ubj_cache_create(fs->dev, &cc, &fs->cache);
+    if (rc < 0) {
+        if (ops->release)
+            ops->release(marg);
         return ubj_set_error(rc, "mount: cannot create a cache of %u buffers",
-                             nbufs);
+                             cc.nbufs);
+    }
+    fs->txn.arg = marg;
+    fs->txn.lock = &fs->lock;   /* a mode's tick may release it for I/O */
     rc = ubj_txn_mount(&fs->txn, ops, fs->cache, fs->dev);
-    if (rc < 0)
+    if (rc < 0) {
         ubj_cache_destroy(fs->cache);
-    if (rc < 0)
         fs->cache = NULL;
+        if (ops->release)
+            ops->release(marg);
+        fs->txn.arg = NULL;
+    }
     return rc;
 }
 
@@ -1032,7 +1109,7 @@ int ubj_sync(struct ubj_fs *fs)
     fs_start(fs, 0, &h);
     int rc = 0;
     if (!(fs->flags & UBJ_MOUNT_RDONLY))
-        rc = ubj_txn_commit(&fs->txn, UBJ_COMMIT_WAIT);
+        rc = ubj_txn_commit(&fs->txn, UBJ_COMMIT_WAIT | UBJ_COMMIT_SYNC);
     if (rc < 0)
         rc = ubj_set_error(rc, "sync: %s", strerror(-rc));
     return fs_stop(fs, h, rc);
@@ -1080,5 +1157,12 @@ void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out)
     out->commits = fs->txn.stats.commits;
     out->checkpoints = fs->txn.stats.checkpoints;
     out->dev_flushes = ds.flushes - fs->dev_flushes_base;
+    out->nvm_bytes = fs->txn.stats.nvm_bytes;
+    out->nvm_persists = fs->txn.stats.nvm_persists;
+    out->cow_copies = fs->txn.stats.cow_copies;
+    out->recovered_blocks = fs->txn.stats.recovered_blocks;
+    out->recovery_ns = fs->txn.stats.recovery_ns;
+    out->nvm_model_ns = fs->txn.stats.nvm_model_ns;
+    out->nvm_model_energy_j = fs->txn.stats.nvm_model_energy_j;
     fs_stop(fs, h, 0);
 }

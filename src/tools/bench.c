@@ -447,7 +447,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
     if (optind >= argc)
         return tools_usage_err("missing benchmark name (micro)");
     if (strcmp(argv[optind], "micro") != 0)
-        return tools_usage_err("unknown benchmark '%s' (micro)", argv[optind]);
+        return tools_usage_err("unknown benchmark '%s' (micro, ubj, modes)", argv[optind]);
     if (optind + 1 < argc)
         return tools_usage_err("unexpected argument '%s'", argv[optind + 1]);
     return -1;
@@ -458,6 +458,10 @@ int tools_bench_main(int argc, char **argv)
 {
     struct bench_args a = { .ops = 100000, .runs = 5, .size = 256u << 20,
                             .fsync_ops = 2000 };
+    if (argc >= 2 && strcmp(argv[1], "ubj") == 0)   /* src/tools/bench_ubj.c */
+        return tools_bench_ubj_main(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "modes") == 0)   /* src/tools/bench_modes.c */
+        return tools_bench_modes_main(argc - 1, argv + 1);
     int ret = bench_parse(argc, argv, &a);
     if (ret >= 0)
         return ret;

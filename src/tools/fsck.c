@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include "fs/format.h"
+#include "ubjfs/nvm.h"
 #include "tools.h"
 
 #define FSCK_EXIT_USAGE 16
@@ -26,7 +27,7 @@ struct fsck_ctx {
 /* fsck_usage -- the --help text. */
 static void fsck_usage(void)
 {
-    printf("Usage: %s [-n|-y] [-v] IMAGE\n"
+    printf("Usage: %s [-n|-y] [-v] [--nvm REGION] IMAGE\n"
            "Check the (unmounted) ubjfs image IMAGE: superblock, bitmaps against\n"
            "reachability, link counts, directory structure ('.' and '..'), blocks\n"
            "used twice, sizes against extents, checksums.  Each problem is printed\n"
@@ -36,6 +37,10 @@ static void fsck_usage(void)
            "  -y          repair what is found (also -p, -a)\n"
            "  -f          accepted for compatibility (every check is full)\n"
            "  -v          verbose: print the image's counts after the check\n"
+           "      --nvm REGION  check the pair of a mode-ubj image and its NVM\n"
+           "              region: every block is read from the region's newest\n"
+           "              committed version, else from IMAGE (read-only; to\n"
+           "              repair, mount the pair once, then fsck -y IMAGE)\n"
            "      --help  print this help\n\n"
            "Exit status (as e2fsck): 0 clean, 1 errors repaired, 4 errors left\n"
            "uncorrected, 8 operational error (cannot read the image, not a\n"
@@ -88,9 +93,11 @@ int tools_fsck_main(int argc, char **argv)
 {
     static const struct option lo[] = {
         { "help", no_argument, NULL, 'H' },
+        { "nvm", required_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     bool repair = false, readonly = false, verbose = false;
+    const char *nvm = NULL;
     int c;
     optind = 0;
     while ((c = getopt_long(argc, argv, "nyapfv", lo, NULL)) != -1) {
@@ -99,12 +106,18 @@ int tools_fsck_main(int argc, char **argv)
         case 'y': case 'a': case 'p': repair = true; break;
         case 'f': break;
         case 'v': verbose = true; break;
+        case 'V': nvm = optarg; break;
         case 'H': fsck_usage(); return TOOLS_EXIT_OK;
         default: tools_bad_option(); return FSCK_EXIT_USAGE;
         }
     }
     if (repair && readonly) {
         tools_usage_err("-n and -y cannot be combined");
+        return FSCK_EXIT_USAGE;
+    }
+    if (repair && nvm) {
+        tools_usage_err("--nvm checks only: mount the pair once (recovery and "
+                        "checkpoint), then repair the image alone with -y");
         return FSCK_EXIT_USAGE;
     }
     if (optind >= argc || optind + 1 < argc) {
@@ -118,6 +131,16 @@ int tools_fsck_main(int argc, char **argv)
     if (rc < 0) {
         tools_err("%s", tools_libmsg(rc));
         return UBJ_CHECK_OPERROR;
+    }
+    if (nvm != NULL) {
+        struct ubj_bdev *pair;
+        rc = ubj_nvm_overlay_create(dev, nvm, &pair);
+        if (rc < 0) {
+            tools_err("%s", tools_libmsg(rc));
+            ubj_bdev_destroy(dev);
+            return UBJ_CHECK_OPERROR;
+        }
+        dev = pair;
     }
     struct fsck_ctx ctx = { 0 };
     struct timespec t0, t1;

@@ -101,7 +101,11 @@ static void inspect_fields(const struct ubj_super *sb)
            (unsigned long long)sb->feat_compat, (unsigned long long)sb->feat_incompat,
            (unsigned long long)sb->feat_ro_compat);
     printf("  mode:           %s (%u)\n",
-           sb->mode == UBJ_FMT_MODE_NONE ? "none" : "unknown", sb->mode);
+           sb->mode == UBJ_FMT_MODE_NONE ? "none" :
+           sb->mode == UBJ_FMT_MODE_UBJ ? "ubj" :
+           sb->mode == UBJ_FMT_MODE_ORDERED ? "ordered" :
+           sb->mode == UBJ_FMT_MODE_JOURNAL ? "journal" :
+           sb->mode == UBJ_FMT_MODE_WRITEBACK ? "writeback" : "unknown", sb->mode);
     inspect_state(sb->state, t, sizeof t);
     printf("  state:          %s\n", t);
     inspect_time(sb->mkfs_time, t, sizeof t);
@@ -236,6 +240,7 @@ static void inspect_mount(struct inspect_ctx *c)
 {
     struct ubj_fs *fs;
     struct ubj_config cfg = { .flags = UBJ_MOUNT_RDONLY | UBJ_MOUNT_NO_TIMER };
+    cfg.nvm_path = getenv("UBJFS_NVM");   /* a mode-ubj image's region */
     int rc = ubj_mount(c->dev, &cfg, &fs);
     if (rc < 0) {
         printf("mount:            fails\n");

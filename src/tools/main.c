@@ -23,6 +23,7 @@ static const struct tools_cmd main_cmds[] = {
     { "stat",    tools_stat_main,    "print every attribute of a file in an image" },
     { "inspect", tools_inspect_main, "print the superblock, layout and allocation" },
     { "bench",   tools_bench_main,   "micro-benchmarks (bench micro)" },
+    { "mount",   tools_mount_main,   "mount an image through FUSE (fusermount3 -u to end)" },
     { "version", main_version,       "print the version" },
     { "help",    main_help,          "list the subcommands, or help CMD" },
 };

@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "fs/format.h"
+#include "txn/journal.h"      /* UBJ_JOURNAL_MIN_BLOCKS */
+#include "ubjfs/nvm.h"
 #include "tools.h"
 
 #define MKFS_MIN_SIZE (1ULL << 20)                 /* 1 MiB */
@@ -30,6 +32,9 @@ struct mkfs_args {
     uint64_t size;          /* bytes; 0 = not given */
     struct ubj_format_opts fo;
     bool force, quiet;
+    bool journal_async;     /* --journal-async-commit */
+    const char *nvm;        /* --nvm: also format this region (mode ubj) */
+    uint64_t nvm_size;      /* --nvm-size; 0 = 16384 buffers (64 MiB) */
 };
 
 /* mkfs_usage -- the --help text. */
@@ -45,9 +50,21 @@ static void mkfs_usage(void)
            "                     existing file it discards the contents (needs --force)\n"
            "                     unless the file is empty.  Not for block devices.\n"
            "  -N, --inodes N     number of inodes (default: one per 16 KiB, at least 64)\n"
-           "  -m, --mode MODE    consistency mode recorded as the mount default\n"
-           "                     (default: none)\n"
+           "  -m, --mode MODE    consistency mode recorded as the mount default:\n"
+           "                     none, ubj, ordered, journal, writeback (default: none)\n"
+           "  -J, --journal-size SIZE  journal area (K, M, G suffixes); default for\n"
+           "                     ordered, journal and writeback: scaled to the image\n"
+           "                     as mke2fs does (4M up to 128M images ... 1G), none\n"
+           "                     for the other modes; at least 256K\n"
+           "      --journal-async-commit  commit with one flush instead of two\n"
+           "                     (docs/JOURNAL.md)\n"
            "  -L, --label LABEL  volume label, up to 31 bytes\n"
+           "      --nvm REGION   mode ubj: also make REGION (a file, e.g. under\n"
+           "                     /dev/shm, a DAX file or /dev/dax) the image's empty\n"
+           "                     NVM region; refused if it holds committed blocks\n"
+           "                     not yet written home\n"
+           "      --nvm-size SIZE  bytes of the new region (default: 16384 buffers,\n"
+           "                     about 64M; K/M/G suffixes)\n"
            "  -f, --force        overwrite an existing file system or nonzero data\n"
            "  -q, --quiet        print nothing on success\n"
            "      --help         print this help\n\n"
@@ -65,15 +82,19 @@ static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
         { "size", required_argument, NULL, 's' },
         { "inodes", required_argument, NULL, 'N' },
         { "mode", required_argument, NULL, 'm' },
+        { "journal-size", required_argument, NULL, 'J' },
+        { "journal-async-commit", no_argument, NULL, 'A' },
         { "label", required_argument, NULL, 'L' },
         { "force", no_argument, NULL, 'f' },
         { "quiet", no_argument, NULL, 'q' },
+        { "nvm", required_argument, NULL, 'V' },
+        { "nvm-size", required_argument, NULL, 'Z' },
         { "help", no_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
     int c;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "s:N:m:L:fq", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:N:m:L:J:fq", lo, NULL)) != -1) {
         switch (c) {
         case 's': {
             int rc = tools_parse_size(optarg, &a->size);
@@ -94,6 +115,17 @@ static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
                 return tools_usage_err("invalid inode count '%s'", optarg);
             break;
         case 'm': a->fo.mode = optarg; break;
+        case 'J':
+            if (tools_parse_size(optarg, &a->fo.journal_blocks) < 0 ||
+                a->fo.journal_blocks / UBJ_BS == 0)
+                return tools_usage_err("invalid journal size '%s'", optarg);
+            a->fo.journal_blocks /= UBJ_BS;
+            if (a->fo.journal_blocks < UBJ_JOURNAL_MIN_BLOCKS)
+                return tools_usage_err("journal size '%s' is below the minimum "
+                                       "(%u blocks, 256K)", optarg,
+                                       UBJ_JOURNAL_MIN_BLOCKS);
+            break;
+        case 'A': a->journal_async = true; break;
         case 'L':
             if (strlen(optarg) > 31)
                 return tools_usage_err("label '%s' is longer than 31 bytes", optarg);
@@ -101,6 +133,11 @@ static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
             break;
         case 'f': a->force = true; break;
         case 'q': a->quiet = true; break;
+        case 'V': a->nvm = optarg; break;
+        case 'Z':
+            if (tools_parse_size(optarg, &a->nvm_size) < 0 || a->nvm_size == 0)
+                return tools_usage_err("invalid --nvm-size '%s'", optarg);
+            break;
         case 'H': mkfs_usage(); return TOOLS_EXIT_OK;
         default: return tools_bad_option();
         }
@@ -109,6 +146,10 @@ static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
         return tools_usage_err("missing IMAGE");
     if (optind + 1 < argc)
         return tools_usage_err("unexpected argument '%s'", argv[optind + 1]);
+    if ((a->nvm || a->nvm_size) && (!a->fo.mode || strcmp(a->fo.mode, UBJ_MODE_UBJ)))
+        return tools_usage_err("--nvm and --nvm-size need --mode ubj");
+    if (a->nvm_size && !a->nvm)
+        return tools_usage_err("--nvm-size needs --nvm");
     a->image = argv[optind];
     return -1;
 }
@@ -237,9 +278,66 @@ static int mkfs_summary(const struct mkfs_args *a, struct ubj_bdev *dev)
                (unsigned long long)sb->data_start);
         printf("  uuid:        %s\n", uu);
         printf("  mode:        %s\n", a->fo.mode ? a->fo.mode : UBJ_MODE_NONE);
+        if (sb->journal_blocks) {
+            tools_fmt_size(sb->journal_blocks * UBJ_BS, sz, sizeof sz);
+            printf("  journal:     %s (%llu blocks from block %llu)%s\n", sz,
+                   (unsigned long long)sb->journal_blocks,
+                   (unsigned long long)sb->journal_start,
+                   a->journal_async ? ", async commit" : "");
+        }
         printf("  label:       %.31s\n", sb->label[0] ? sb->label : "(none)");
     }
     free(sb);
+    return TOOLS_EXIT_OK;
+}
+
+/* mkfs_nvm_precheck -- refuse, before the image is touched, a region that
+ * holds committed blocks not yet home.  -1 to go on, else an exit code. */
+static int mkfs_nvm_precheck(const struct mkfs_args *a)
+{
+    struct ubj_nvm *r;
+    if (a->nvm == NULL)
+        return -1;
+    int rc = ubj_nvm_open(a->nvm, 0, &r);
+    if (rc == -ENOENT || rc == -EUCLEAN)
+        return -1;               /* missing or not a region: made anew */
+    int64_t pending = rc < 0 ? rc : ubj_nvm_pending(r, UINT64_MAX);
+    if (rc == 0)
+        ubj_nvm_close(r);
+    if (pending > 0) {
+        tools_err("%s holds %lld committed blocks not yet written home: mount "
+                  "its image once to checkpoint, or remove the file", a->nvm,
+                  (long long)pending);
+        return TOOLS_EXIT_ERR;
+    }
+    if (rc < 0) {
+        tools_err("%s", tools_libmsg(rc));
+        return TOOLS_EXIT_ERR;
+    }
+    return -1;
+}
+
+/* mkfs_nvm -- --nvm: make the image's empty NVM region.  An exit code. */
+static int mkfs_nvm(const struct mkfs_args *a, struct ubj_bdev *dev)
+{
+    struct ubj_super *sb = malloc(sizeof *sb);
+    int rc = sb ? ubj_bdev_read(dev, 0, 1, sb) : -ENOMEM;
+    struct ubj_nvm *r = NULL;
+    if (rc == 0)
+        rc = ubj_nvm_attach(a->nvm, a->nvm_size, 0, sb->uuid, UBJ_NVMA_FORMAT, &r);
+    free(sb);
+    if (rc < 0) {
+        tools_err("%s", tools_libmsg(rc));
+        return TOOLS_EXIT_ERR;
+    }
+    if (!a->quiet) {
+        char sz[32];
+        tools_fmt_size(ubj_nvm_get_layout(r)->size, sz, sizeof sz);
+        printf("  nvm region:  %s (%s, %u buffers%s)\n", a->nvm, sz,
+               ubj_nvm_get_layout(r)->nbufs,
+               ubj_nvm_is_pmem(r) ? ", persistent memory" : ", msync emulation");
+    }
+    ubj_nvm_close(r);
     return TOOLS_EXIT_OK;
 }
 
@@ -252,7 +350,8 @@ static int mkfs_format(struct mkfs_args *a, bool zeroed)
         tools_err("%s", tools_libmsg(rc));
         return TOOLS_EXIT_ERR;
     }
-    a->fo.flags = zeroed ? UBJ_FORMAT_ZEROED : 0;
+    a->fo.flags = (zeroed ? UBJ_FORMAT_ZEROED : 0) |
+                  (a->journal_async ? UBJ_FORMAT_JOURNAL_ASYNC : 0);
     rc = ubj_format(dev, &a->fo);
     if (rc == 0)
         rc = ubj_bdev_flush(dev);
@@ -262,6 +361,8 @@ static int mkfs_format(struct mkfs_args *a, bool zeroed)
         return TOOLS_EXIT_ERR;
     }
     int ret = mkfs_summary(a, dev);
+    if (ret == TOOLS_EXIT_OK && a->nvm != NULL)
+        ret = mkfs_nvm(a, dev);
     ubj_bdev_destroy(dev);
     return ret;
 }
@@ -331,6 +432,9 @@ int tools_mkfs_main(int argc, char **argv)
     if (ret >= 0)
         return ret;
     ret = mkfs_trial(&a);
+    if (ret >= 0)
+        return ret;
+    ret = mkfs_nvm_precheck(&a);
     if (ret >= 0)
         return ret;
     return mkfs_run(&a);

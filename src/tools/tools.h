@@ -43,6 +43,9 @@ int tools_cat_main(int argc, char **argv);
 int tools_stat_main(int argc, char **argv);
 int tools_inspect_main(int argc, char **argv);
 int tools_bench_main(int argc, char **argv);
+int tools_bench_ubj_main(int argc, char **argv);   /* bench_ubj.c: `bench ubj` */
+int tools_bench_modes_main(int argc, char **argv); /* bench_modes.c: `bench modes` */
+int tools_mount_main(int argc, char **argv);   /* mount.c + src/fuse/ */
 
 /* ---- messages ---------------------------------------------------------- */
 

@@ -225,6 +225,7 @@ int tools_img_mount(struct tools_img *img, const char *image, bool rw)
     }
     struct ubj_config cfg = { 0 };
     cfg.flags = UBJ_MOUNT_NO_TIMER | (rw ? 0u : UBJ_MOUNT_RDONLY);
+    cfg.nvm_path = getenv("UBJFS_NVM");   /* a mode-ubj image's region */
     rc = ubj_mount(img->dev, &cfg, &img->fs);
     if (rc < 0) {
         tools_err("%s: cannot mount: %s", image, tools_libmsg(rc));
@@ -263,6 +264,7 @@ int tools_format_trial(const struct ubj_format_opts *fo)
     struct ubj_format_opts t = *fo;
     t.inodes = 0;
     t.flags = UBJ_FORMAT_ZEROED;
+    t.journal_blocks = 0;   /* checked against the real image by its format */
     rc = ubj_format(ram, &t);
     ubj_bdev_destroy(ram);
     return rc;

@@ -26,14 +26,18 @@
 #ifndef UBJ_TXN_MODE_H
 #define UBJ_TXN_MODE_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include "cache/cache.h"
+#include "ubjfs/ubjfs.h"
 
 struct ubj_txn;      /* per-mount mode state */
 struct ubj_handle;   /* one file-system operation */
 
 #define UBJ_COMMIT_WAIT 0x1u   /* return only when durable (fsync, sync) */
 #define UBJ_COMMIT_DATA 0x2u   /* fdatasync: attributes need not be durable */
+#define UBJ_COMMIT_SYNC 0x4u   /* sync(2): also write committed blocks home
+                                  (UBJ checkpoints; other modes ignore it) */
 
 #define UBJ_MODE_OPS_VERSION 1u
 
@@ -60,12 +64,33 @@ struct ubj_mode_ops {
     int (*tick)(struct ubj_txn *t);
     /* the cache has no reusable buffer: make room. */
     int (*reclaim)(struct ubj_txn *t);
+    /*
+     * Optional (NULL: nothing to prepare).  Called by mount before the
+     * cache exists, with the mount's config (may be NULL), the image's
+     * uuid and size: the mode may supply the cache's memory and size in
+     * *cc (UBJ: its NVM region) and an argument that mount finds in
+     * t->arg and release() gets after the cache is destroyed.  0 or
+     * -errno with the message set.
+     */
+    int (*prepare)(const struct ubj_config *cfg, const uint8_t uuid[16],
+                   uint64_t dev_nblocks, struct ubj_cache_config *cc,
+                   void **arg);
+    /* Optional: free what prepare() made (after the cache is gone). */
+    void (*release)(void *arg);
 };
 
 struct ubj_txn_stats {
     uint64_t commits, checkpoints;
     uint64_t bytes_journal, bytes_checkpoint;
     uint64_t dev_flushes;
+    /* UBJ (zero in other modes) */
+    uint64_t nvm_bytes;           /* bytes persisted to NVM (flushed lines) */
+    uint64_t nvm_persists;        /* persistence points (drains) */
+    uint64_t cow_copies;          /* frozen buffers copied on write */
+    uint64_t recovered_blocks;    /* committed blocks kept at mount */
+    uint64_t recovery_ns;         /* time of the mount's recovery scan */
+    uint64_t nvm_model_ns;        /* NVM cost model: time charged */
+    double nvm_model_energy_j;    /* NVM cost model: energy charged */
 };
 
 /* Per-mount state shared by the dispatcher and the mode. */
@@ -76,6 +101,13 @@ struct ubj_txn {
     uint64_t txid;                /* id of the running transaction */
     struct ubj_txn_stats stats;
     void *priv;                   /* the mode's own state */
+    void *arg;                    /* from the mode's prepare(); kept by
+                                     ubj_txn_mount */
+    pthread_mutex_t *lock;        /* the mount lock, held around every call
+                                     here; a mode's tick may release it
+                                     around device I/O (UBJ's checkpoint).
+                                     Set before ubj_txn_mount (kept by it);
+                                     NULL: never released */
 };
 
 /* ubj_mode_find -- the mode named `name`, or NULL. */
@@ -103,5 +135,9 @@ struct ubj_handle {
 };
 
 extern const struct ubj_mode_ops ubj_mode_none;
+extern const struct ubj_mode_ops ubj_mode_ubj;
+/* the journal modes (src/txn/journal.c, docs/JOURNAL.md) */
+extern const struct ubj_mode_ops ubj_mode_ordered, ubj_mode_journal,
+    ubj_mode_writeback;
 
 #endif /* UBJ_TXN_MODE_H */

@@ -39,6 +39,10 @@ int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2,
 /* The known modes; a new mode adds one line here. */
 static const struct ubj_mode_ops *const txn_modes[] = {
     &ubj_mode_none,
+    &ubj_mode_ubj,
+    &ubj_mode_ordered,
+    &ubj_mode_journal,
+    &ubj_mode_writeback,
 };
 
 /* ubj_mode_find -- the mode named `name`, or NULL. */
@@ -60,7 +64,8 @@ int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
     if (ops->version != UBJ_MODE_OPS_VERSION)
         return ubj_set_error(-EINVAL, "mode %s: ops version %u, need %u",
                              ops->name, ops->version, UBJ_MODE_OPS_VERSION);
-    *t = (struct ubj_txn){ .ops = ops, .cache = c, .dev = dev, .txid = 1 };
+    *t = (struct ubj_txn){ .ops = ops, .cache = c, .dev = dev, .txid = 1,
+                           .arg = t->arg, .lock = t->lock };
     int rc = ops->mount(t);
     TXN_TRACE(t, "mount", 0, rc);
     return rc;

@@ -194,6 +194,14 @@ static void t_populate(struct ubj_fs *fs)
     assert_ok(tpath_create(fs, "/frag", 0644, NULL));
     for (unsigned i = 0; i < 40; i++)
         t_fill(fs, "/frag", 2 * i, 1, 'a' + (int)(i % 26));
+    struct ubj_stat st;                             /* extended attributes */
+    assert_ok(tpath_stat(fs, "/b", &st));
+    assert_ok(ubj_setxattr(fs, st.ino, "user.color", "blue", 4, 0));
+    assert_ok(ubj_setxattr(fs, st.ino, "trusted.k", "v", 1, 0));
+    assert_ok(tpath_stat(fs, "/d1", &st));
+    assert_ok(ubj_setxattr(fs, st.ino, "user.dir", "yes", 3, 0));
+    assert_ok(tpath_stat(fs, "/ll", &st));
+    assert_ok(ubj_setxattr(fs, st.ino, "security.x", "s", 1, 0));
     for (unsigned i = 0; i < 20; i++) {             /* a second inode block */
         char path[32];
         snprintf(path, sizeof path, "/d3/n%02u", i);
@@ -268,6 +276,8 @@ static void t_repair_cycle(struct ubj_bdev *dev, struct tlines *l, const char *e
     if (l->n != 0)
         fail_msg("after the repair:\n%s", l->text);
 }
+
+static struct ubj_bdev *t_fuzz_image(void);
 
 /* ---- clean images ------------------------------------------------------------ */
 
@@ -651,6 +661,30 @@ static void test_orphans(void **state)
     ubj_test_fs_done(crash, fs);
 }
 
+/* test_ubj_crashed -- a mode-ubj image left MOUNTED: a check notes that
+ * its NVM region may hold newer blocks; a repair refuses to touch it. */
+static void test_ubj_crashed(void **state)
+{
+    (void)state;
+    struct tlines l;
+    struct ubj_bdev *dev = t_small();
+    uint8_t buf[UBJ_BS];
+    t_rd(dev, 0, buf);
+    struct ubj_super *sb = (struct ubj_super *)(void *)buf;
+    sb->mode = UBJ_FMT_MODE_UBJ;
+    sb->state = UBJ_STATE_MOUNTED;
+    t_reseal(dev, buf, 0);
+    t_wr(dev, 0, buf);
+    uint64_t w0 = t_writes(dev);
+    assert_int_equal(t_check(dev, 0, &l), UBJ_CHECK_CLEAN);
+    assert_int_equal(l.n, 2);
+    assert_line(&l, "note: mode ubj");
+    assert_int_equal(t_check(dev, UBJ_CHECK_REPAIR, &l), UBJ_CHECK_OPERROR);
+    assert_line(&l, "before repairing");
+    assert_int_equal(t_writes(dev), w0);
+    ubj_bdev_destroy(dev);
+}
+
 /* test_orphan_loop -- an orphan list that loops is cut. */
 static void test_orphan_loop(void **state)
 {
@@ -754,6 +788,103 @@ static void test_dir_node_bad(void **state)
     ubj_test_fs_done(dev, fs);
 }
 
+/* test_xattr -- an xattr block with a bad checksum is resealed; one
+ * owned by another inode (resealed) is dropped with its attributes. */
+static void test_xattr(void **state)
+{
+    (void)state;
+    struct tlines l;
+    struct ubj_fs *fs;
+    char v[16];
+    struct ubj_bdev *dev = t_small();
+    ubj_ino_t b = t_ino(dev, "/b"), d1 = t_ino(dev, "/d1");
+    struct ubj_inode ip = t_iget(dev, b);
+    assert_true(ip.xattr_blk != 0);
+    assert_int_equal(ip.blocks, 2);                 /* data + xattr block */
+    uint8_t buf[UBJ_BS];
+    t_rd(dev, ip.xattr_blk, buf);
+    buf[UBJ_BS - 1] ^= 1;
+    t_wr(dev, ip.xattr_blk, buf);
+    t_repair_cycle(dev, &l, "xattr block", NULL);
+    assert_ok(ubj_test_mount(dev, 0, &fs));
+    assert_rc(ubj_getxattr(fs, b, "user.color", v, sizeof v), 4);
+    assert_ok(ubj_unmount(fs));
+
+    ip = t_iget(dev, d1);
+    t_rd(dev, ip.xattr_blk, buf);
+    struct ubj_xattr_node n;
+    memcpy(&n, buf, sizeof n);
+    n.owner = b;
+    memcpy(buf, &n, sizeof n);
+    t_reseal(dev, buf, ip.xattr_blk);
+    t_wr(dev, ip.xattr_blk, buf);
+    t_repair_cycle(dev, &l, "owned by another inode", "found 2, 1, 1, 4096");
+    ip = t_iget(dev, d1);
+    assert_int_equal(ip.xattr_blk, 0);
+    assert_int_equal(ip.blocks, ip.i_data.dir.nodes);
+    assert_ok(ubj_test_mount(dev, 0, &fs));
+    assert_rc(ubj_getxattr(fs, d1, "user.dir", v, sizeof v), -ENODATA);
+    assert_rc(ubj_getxattr(fs, b, "trusted.k", v, sizeof v), 1);
+    ubj_test_fs_done(dev, fs);
+}
+
+/* test_root_missing -- the root inode freed: a new empty root is made;
+ * everything else is unreachable and freed (v1 has no lost+found). */
+static void test_root_missing(void **state)
+{
+    (void)state;
+    struct tlines l;
+    struct ubj_inode zero;
+    struct ubj_fs *fs;
+    struct ubj_bdev *dev = t_small();
+    memset(&zero, 0, sizeof zero);
+    t_iput(dev, UBJ_ROOT_INO, &zero, true);
+    assert_true(ubj_test_mount(dev, 0, &fs) < 0);
+    t_repair_cycle(dev, &l, "root directory missing", "not reachable from the root");
+    assert_ok(ubj_test_mount(dev, 0, &fs));
+    assert_int_equal(tdir_count(fs, UBJ_ROOT_INO), 0);
+    assert_int_equal(t_free_inodes(fs), t_sb(dev).ninodes - 2);
+    assert_ok(tpath_mkdir(fs, "/again", 0755, NULL));
+    ubj_test_fs_done(dev, fs);
+}
+
+/* test_extent_deep_rebuild -- a leaf of a depth-2 extent tree (1900
+ * extents) with a bad checksum: the whole tree is rebuilt and every block
+ * of the file reads back. */
+static void test_extent_deep_rebuild(void **state)
+{
+    (void)state;
+    struct tlines l;
+    struct ubj_fs *fs;
+    struct ubj_stat st;
+    uint8_t buf[UBJ_BS];
+    struct ubj_bdev *dev = t_fuzz_image();
+    ubj_ino_t ino = t_ino(dev, "/deep");
+    struct ubj_inode ip = t_iget(dev, ino);
+    struct ubj_ext_idx x;
+    struct ubj_ext_hdr h = ip.i_data.ext.hdr;
+    memcpy(&x, &ip.i_data.ext.e[h.entries - 1], sizeof x);  /* last index node */
+    t_rd(dev, x.child, buf);
+    memcpy(&h, buf + 16, sizeof h);
+    assert_int_equal(h.depth, 1);
+    assert_true(h.entries >= 2);
+    memcpy(&x, buf + 24 + 16, sizeof x);            /* its second leaf */
+    t_rd(dev, x.child, buf);
+    buf[UBJ_BS - 3] ^= 0x40;
+    t_wr(dev, x.child, buf);
+    t_repair_cycle(dev, &l, "bad checksum", NULL);
+    assert_int_equal(t_iget(dev, ino).i_data.ext.hdr.depth, 2);
+    assert_ok(ubj_test_mount(dev, 0, &fs));
+    assert_ok(tpath_stat(fs, "/deep", &st));
+    assert_int_equal(st.blocks, (uint64_t)t_iget(dev, ino).blocks * 8);
+    for (unsigned b = 0; b < 3799; b++) {          /* size: 3799 blocks */
+        assert_rc(ubj_pread(fs, ino, buf, UBJ_BS, (off_t)b * UBJ_BS), UBJ_BS);
+        assert_int_equal(buf[b % UBJ_BS], b % 2 ? 0 : 'D');
+    }
+    assert_rc(ubj_pwrite(fs, ino, buf, UBJ_BS, (off_t)1 * UBJ_BS), UBJ_BS);
+    ubj_test_fs_done(dev, fs);
+}
+
 /* ---- operational errors -------------------------------------------------------- */
 
 /* test_bad_magic -- not a ubjfs image: OPERROR, nothing written. */
@@ -841,7 +972,9 @@ static uint64_t *t_meta_blocks(struct ubj_bdev *dev, size_t *n)
         if (b >= sb.data_start) {
             t_rd(dev, b, buf);
             memcpy(&h, buf, sizeof h);
-            if (h.blkno != b || (h.magic != UBJ_MAGIC_EXTENT && h.magic != UBJ_MAGIC_DIR))
+            bool node = h.magic == UBJ_MAGIC_EXTENT || h.magic == UBJ_MAGIC_DIR ||
+                        h.magic == UBJ_MAGIC_XATTR;
+            if (h.blkno != b || !node)
                 continue;
         } else if (b >= sb.it_start) {
             t_rd(dev, b, buf);
@@ -852,15 +985,6 @@ static uint64_t *t_meta_blocks(struct ubj_bdev *dev, size_t *n)
         v[(*n)++] = b;
     }
     return v;
-}
-
-/* t_filldir_ok -- readdir callback: count. */
-static int t_filldir_ok(void *ctx, const char *name, size_t len, ubj_ino_t ino,
-                        unsigned type, uint64_t next)
-{
-    (void)name; (void)len; (void)ino; (void)type; (void)next;
-    (*(unsigned *)ctx)++;
-    return 0;
 }
 
 /* t_fuzz_block -- damage block blk: bit flips, or plausible values (an
@@ -890,6 +1014,69 @@ static void t_fuzz_block(struct ubj_bdev *dev, uint64_t blk, struct tprng *r)
     t_wr(dev, blk, buf);
 }
 
+/* t_walk -- read everything under directory ino (names, attributes,
+ * file contents up to 1 MiB, symlink targets, xattr lists); returns the
+ * first error or 0.  `path` names ino for the message. */
+static int t_walk(struct ubj_fs *fs, ubj_ino_t ino, unsigned depth, char *why,
+                  size_t whysz)
+{
+    struct tdirent *ents;
+    size_t n;
+    static uint8_t buf[1 << 16];
+    int rc = tdir_list(fs, ino, &ents, &n);
+    if (rc < 0) {
+        snprintf(why, whysz, "readdir %llu: %d %s", (unsigned long long)ino, rc,
+                 ubj_errormsg());
+        return rc;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct ubj_stat st;
+        if (strcmp(ents[i].name, ".") == 0 || strcmp(ents[i].name, "..") == 0)
+            continue;
+        rc = ubj_lookup(fs, ino, ents[i].name, &st);
+        if (rc == 0 && st.ino != ents[i].ino)
+            rc = -EBADE;
+        if (rc == 0 && ubj_listxattr(fs, st.ino, NULL, 0) < 0)
+            rc = (int)ubj_listxattr(fs, st.ino, NULL, 0);
+        if (rc == 0 && S_ISDIR(st.mode) && depth < 64)
+            rc = t_walk(fs, st.ino, depth + 1, why, whysz);
+        else if (rc == 0 && S_ISLNK(st.mode) && ubj_readlink(fs, st.ino, (char *)buf,
+                                                              sizeof buf) < 0)
+            rc = (int)ubj_readlink(fs, st.ino, (char *)buf, sizeof buf);
+        for (uint64_t off = 0; rc == 0 && S_ISREG(st.mode) && off < st.size &&
+             off < (1u << 20); off += sizeof buf) {
+            ssize_t got = ubj_pread(fs, st.ino, buf, sizeof buf, (off_t)off);
+            rc = got < 0 ? (int)got : 0;
+        }
+        if (rc < 0 && why[0] == '\0')
+            snprintf(why, whysz, "'%s' (inode %llu): %d %s", ents[i].name,
+                     (unsigned long long)ents[i].ino, rc, ubj_errormsg());
+    }
+    free(ents);
+    return rc;
+}
+
+/* t_usable -- mount, walk everything, make a file, unmount: the library
+ * must agree with a clean verdict.  0, or fails the test. */
+static void t_usable(struct ubj_bdev *dev, unsigned round, uint64_t blk, const char *when)
+{
+    struct ubj_fs *fs;
+    char why[512] = "";
+    int rc = ubj_test_mount(dev, 0, &fs);
+    if (rc != 0)
+        fail_msg("round %u (block %llu) %s: does not mount: %s", round,
+                 (unsigned long long)blk, when, ubj_errormsg());
+    rc = t_walk(fs, UBJ_ROOT_INO, 0, why, sizeof why);
+    if (rc == 0)
+        rc = tpath_create(fs, "/fuzz-new", 0644, NULL);
+    if (rc == 0)
+        t_fill(fs, "/fuzz-new", 0, 2, 'z');
+    int urc = ubj_unmount(fs);
+    if (rc != 0 || urc != 0)
+        fail_msg("round %u (block %llu) %s: the library disagrees: %s (create %d, "
+                 "unmount %d)", round, (unsigned long long)blk, when, why, rc, urc);
+}
+
 /* t_fuzz_one -- flip bytes of one metadata block of a copy of `img`;
  * check; repair; the repaired image must be clean and mountable. */
 static void t_fuzz_one(const uint8_t *img, const uint64_t *meta, size_t nmeta,
@@ -910,6 +1097,16 @@ static void t_fuzz_one(const uint8_t *img, const uint64_t *meta, size_t nmeta,
                 rc == UBJ_CHECK_OPERROR);
     assert_true(rc == UBJ_CHECK_CLEAN || l.n > 0);
     hist[0][rc]++;
+    if (rc == UBJ_CHECK_CLEAN) {                    /* nothing to repair */
+        t_usable(dev, round, blk, "found clean");
+        rc = t_check(dev, 0, &l);
+        if (rc != UBJ_CHECK_CLEAN || !t_only_notes(&l))
+            fail_msg("round %u (block %llu): after use rc %d:\n%s", round,
+                     (unsigned long long)blk, rc, l.text);
+        ubj_bdev_destroy(dev);
+        hist[1][0]++;
+        return;
+    }
     rc = t_check(dev, UBJ_CHECK_REPAIR, &l);
     hist[1][rc]++;
     assert_true(rc == UBJ_CHECK_CLEAN || rc == UBJ_CHECK_REPAIRED ||
@@ -919,17 +1116,7 @@ static void t_fuzz_one(const uint8_t *img, const uint64_t *meta, size_t nmeta,
         if (rc2 != UBJ_CHECK_CLEAN || !t_only_notes(&l))
             fail_msg("round %u (block %llu): after repair rc %d:\n%s", round,
                      (unsigned long long)blk, rc2, l.text);
-        struct ubj_fs *fs;
-        int mrc = ubj_test_mount(dev, 0, &fs);
-        if (mrc != 0)
-            fail_msg("round %u (block %llu): repaired image does not mount: %s",
-                     round, (unsigned long long)blk, ubj_errormsg());
-        unsigned cnt = 0;
-        assert_ok(ubj_readdir(fs, UBJ_ROOT_INO, 0, t_filldir_ok, &cnt));
-        assert_true(cnt >= 2);
-        assert_ok(tpath_create(fs, "/fuzz-new", 0644, NULL));
-        t_fill(fs, "/fuzz-new", 0, 2, 'z');
-        assert_ok(ubj_unmount(fs));
+        t_usable(dev, round, blk, "after repair");
         rc2 = t_check(dev, 0, &l);
         if (rc2 != UBJ_CHECK_CLEAN || l.n != 0)
             fail_msg("round %u (block %llu): after repair and use rc %d:\n%s", round,
@@ -979,8 +1166,8 @@ static void test_fuzz(void **state)
     ubj_bdev_destroy(dev);
     assert_true(nmeta > 30);
     tprng_seed(&r, tprng_env_seed("UBJ_FUZZ_SEED", 0xf5c4));
-    unsigned rounds = getenv("UBJ_FUZZ_ROUNDS") ? (unsigned)atoi(getenv("UBJ_FUZZ_ROUNDS"))
-                                                : 300u;
+    const char *env = getenv("UBJ_FUZZ_ROUNDS");
+    unsigned rounds = env ? (unsigned)atoi(env) : 300u;
     unsigned hist[2][9] = { { 0 } };
     for (unsigned i = 0; i < rounds; i++)
         t_fuzz_one(img, meta, nmeta, &r, i, hist);
@@ -1013,10 +1200,14 @@ int main(void)
         cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_orphans),
         cmocka_unit_test(test_orphan_loop),
+        cmocka_unit_test(test_ubj_crashed),
         cmocka_unit_test(test_inode_crc),
         cmocka_unit_test(test_inode_garbage),
         cmocka_unit_test(test_extent_node_crc),
         cmocka_unit_test(test_dir_node_bad),
+        cmocka_unit_test(test_xattr),
+        cmocka_unit_test(test_root_missing),
+        cmocka_unit_test(test_extent_deep_rebuild),
         cmocka_unit_test(test_bad_magic),
         cmocka_unit_test(test_super_crc),
         cmocka_unit_test(test_truncated),

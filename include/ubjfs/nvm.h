@@ -1,0 +1,239 @@
+/*
+ * ubjfs/nvm.h -- the persistent (NVM) region that holds UBJ's buffer cache,
+ * its persistence primitives, the recording shadow used by crash tests,
+ * and the read-only overlay device that fsck uses to check a pair
+ * (region, image).
+ *
+ * A region is a file mapped with PMDK's libpmem (pmem_map_file): a file on
+ * a DAX file system, a /dev/dax device, or an ordinary file (e.g. under
+ * /dev/shm) as an emulation.  Layout (docs/UBJ.md has every field):
+ *
+ *   [0, 4096)              header: magic, version, layout (buffer count,
+ *                          block size, descriptor size and offsets), the
+ *                          uuid of the paired image, a crc32c of those;
+ *                          at byte 256 the last committed transaction id,
+ *                          one aligned 8-byte word (outside the crc)
+ *   [desc_off, +nbufs*48)  buffer descriptors (struct ubj_bufdesc)
+ *   [data_off, +nbufs*4K)  4 KiB buffers, 4096-aligned
+ *
+ * Persistence (after libpmem's verbs, nothing cleverer): every store that
+ * recovery trusts goes through ubj_nvm_copy / ubj_nvm_memset /
+ * ubj_nvm_store64, is made durable by ubj_nvm_flush (write back the cache
+ * lines of a range) and ubj_nvm_drain (wait until every flush issued
+ * before it is durable); ubj_nvm_persist = flush + drain.  On real
+ * persistent memory (pmem_is_pmem) these are pmem_flush / pmem_drain; on
+ * an ordinary mapping, flush remembers the range and drain calls
+ * pmem_msync over what was flushed.  Only an aligned 8-byte store is
+ * atomic; a cache line (64 bytes) is the unit of flush.
+ *
+ * Locking: a region is used by one thread at a time (the mount lock of
+ * the file system that owns it serialises commit, checkpoint and
+ * recovery).  The shadow recorder is process-wide test machinery.
+ *
+ * Errors: negative errno values; a failing function sets ubj_errormsg().
+ */
+#ifndef UBJFS_NVM_H
+#define UBJFS_NVM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ubjfs/bdev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UBJ_NVM_VERSION    1u
+#ifndef UBJ_NVM_LINE               /* also in ubjfs/model.h */
+#define UBJ_NVM_LINE 64u   /* bytes: the unit of flush and of media writes */
+#endif
+#define UBJ_NVM_HDR_SIZE   4096u   /* bytes of the header page */
+#define UBJ_NVM_DESC_SIZE  48u     /* bytes per buffer descriptor */
+#define UBJ_NVM_MIN_BUFS   64u     /* smallest region (the cache's minimum) */
+#define UBJ_NVM_MAX_BUFS   (1u << 28)
+
+struct ubj_nvm;
+struct ubj_nvm_model;   /* the NVM cost model, ubjfs/model.h */
+
+/* The layout recorded in a region's header. */
+struct ubj_nvm_layout {
+    uint32_t nbufs;        /* buffers */
+    uint32_t block_size;   /* 4096 */
+    uint32_t desc_size;    /* UBJ_NVM_DESC_SIZE */
+    uint64_t desc_off;     /* bytes from the start of the region */
+    uint64_t data_off;     /* 4096-aligned */
+    uint64_t size;         /* bytes the layout needs (the file may be larger) */
+};
+
+/* ---- region (src/nvm/region.c) ---------------------------------------- */
+
+#define UBJ_NVM_OPEN_RDONLY 0x1u   /* map read-only (fsck); no persist allowed */
+
+/*
+ * ubj_nvm_layout_for -- the layout of a region of `nbufs` buffers (nbufs
+ * != 0), or of the most buffers that fit in `size` bytes (nbufs == 0).
+ * Returns 0; -EINVAL if fewer than UBJ_NVM_MIN_BUFS or more than
+ * UBJ_NVM_MAX_BUFS buffers result, or nbufs needs more than a non-zero
+ * `size`.
+ */
+int ubj_nvm_layout_for(uint32_t nbufs, uint64_t size, struct ubj_nvm_layout *out);
+
+/*
+ * ubj_nvm_open -- map the existing region at `path` and check its header:
+ * magic, version, checksum, a layout consistent with itself and with the
+ * file's size.  Takes an exclusive flock on the file (shared with
+ * UBJ_NVM_OPEN_RDONLY).  Writes nothing.  Returns 0 and *out; -ENOENT (no
+ * file); -EBUSY (locked by another user); -EUCLEAN (not a region, or a
+ * corrupt header: the message says which); -EACCES, -ENOMEM, -EIO.
+ */
+int ubj_nvm_open(const char *path, unsigned flags, struct ubj_nvm **out);
+
+/*
+ * ubj_nvm_format -- make `path` (created if missing, resized to the
+ * layout's size if smaller) an empty region with `layout`, paired with the
+ * image `uuid`: every descriptor zero, committed transaction 0.  The magic
+ * is cleared first and written last, so an interrupted format leaves a
+ * region every open refuses.  Does NOT check what the file held: callers
+ * decide (ubj_nvm_attach refuses to lose committed blocks).  Returns 0 and
+ * *out (mapped, locked); -EBUSY (locked); -ENOSPC, -EIO, -EACCES.
+ */
+int ubj_nvm_format(const char *path, const struct ubj_nvm_layout *layout,
+                   const uint8_t uuid[16], struct ubj_nvm **out);
+
+/* ubj_nvm_close -- unmap and unlock (nothing is persisted).  NULL: no-op. */
+void ubj_nvm_close(struct ubj_nvm *r);
+
+/* Accessors (never fail). */
+const struct ubj_nvm_layout *ubj_nvm_get_layout(const struct ubj_nvm *r);
+const uint8_t *ubj_nvm_uuid(const struct ubj_nvm *r);         /* 16 bytes */
+uint64_t ubj_nvm_region_id(const struct ubj_nvm *r);          /* random at format */
+void *ubj_nvm_desc(struct ubj_nvm *r);                        /* descriptor array */
+uint8_t *ubj_nvm_data(struct ubj_nvm *r);                     /* buffer array */
+uint64_t *ubj_nvm_committed_word(struct ubj_nvm *r);          /* the commit record */
+uint64_t ubj_nvm_committed(const struct ubj_nvm *r);          /* its value */
+int ubj_nvm_is_pmem(const struct ubj_nvm *r);                 /* 1: real pmem */
+const char *ubj_nvm_path(const struct ubj_nvm *r);
+
+/* ---- persistence (src/nvm/persist.c) ---------------------------------- */
+
+/* ubj_nvm_copy -- store len bytes of src at dst (inside the region). */
+void ubj_nvm_copy(struct ubj_nvm *r, void *dst, const void *src, size_t len);
+/* ubj_nvm_memset -- store len bytes of c at dst (inside the region). */
+void ubj_nvm_memset(struct ubj_nvm *r, void *dst, int c, size_t len);
+/* ubj_nvm_store64 -- one atomic aligned 8-byte store (dst 8-aligned). */
+void ubj_nvm_store64(struct ubj_nvm *r, uint64_t *dst, uint64_t v);
+/* ubj_nvm_flush -- start writing back the cache lines of [p, p+len). */
+void ubj_nvm_flush(struct ubj_nvm *r, const void *p, size_t len);
+/* ubj_nvm_drain -- wait until every earlier flush is durable: the
+ * persistence point.  0, or -EIO (msync failed; message set). */
+int ubj_nvm_drain(struct ubj_nvm *r);
+/* ubj_nvm_persist -- flush [p, p+len) and drain. */
+int ubj_nvm_persist(struct ubj_nvm *r, const void *p, size_t len);
+
+struct ubj_nvm_counters {
+    uint64_t bytes_stored;    /* through copy/memset/store64 */
+    uint64_t bytes_flushed;   /* cache lines written back x 64 */
+    uint64_t flushes;         /* flush calls */
+    uint64_t drains;          /* persistence points (drain, persist) */
+};
+/* ubj_nvm_counters_get -- counters since the region was opened. */
+void ubj_nvm_counters_get(const struct ubj_nvm *r, struct ubj_nvm_counters *out);
+
+/*
+ * ubj_nvm_set_model -- charge every store, flush and drain of r to the
+ * NVM cost model m (ubjfs/model.h: time on its clock, energy), which r
+ * owns from now on (destroyed by ubj_nvm_close or a later set).  NULL:
+ * none.  Reads of the region (cache hits) are not charged.
+ */
+void ubj_nvm_set_model(struct ubj_nvm *r, struct ubj_nvm_model *m);
+/* ubj_nvm_get_model -- r's cost model, or NULL. */
+struct ubj_nvm_model *ubj_nvm_get_model(const struct ubj_nvm *r);
+
+/* ---- the shadow recorder, for crash tests (src/nvm/shadow.c) ---------- */
+
+/*
+ * While installed, a shadow records the region opened (read-write) next:
+ * its durable image (the contents at attach time, then every flushed line
+ * as it was when flushed, applied at the following drain), the lines
+ * flushed since the last drain, and the count of persistence points
+ * (drains).  Armed with a point k, it captures, right before the k-th
+ * drain takes effect, everything a power failure there could leave: the
+ * durable image, the pending flushed lines and the current contents.
+ * ubj_nvm_shadow_image then builds one possible crash image: only what
+ * was certainly durable, everything, or a random mix chosen independently
+ * for each 8-byte word (so cache lines come out partially persisted).
+ * Stores that bypass the nvm layer (the file system writing a DIRTY
+ * buffer) are seen in the current contents, never as durable.
+ */
+struct ubj_nvm_shadow;
+
+enum ubj_shadow_policy {
+    UBJ_SHADOW_DURABLE = 0,   /* only what was durable */
+    UBJ_SHADOW_ALL = 1,       /* every store made so far */
+    UBJ_SHADOW_RANDOM = 2,    /* each word: durable, flushed or current value */
+};
+
+/* ubj_nvm_shadow_new -- an idle shadow.  0 or -ENOMEM. */
+int ubj_nvm_shadow_new(struct ubj_nvm_shadow **out);
+/* ubj_nvm_shadow_free -- free it (must not be installed). */
+void ubj_nvm_shadow_free(struct ubj_nvm_shadow *s);
+/* ubj_nvm_shadow_install -- the next region opened or formatted
+ * read-write records into s (NULL: none).  Process-wide. */
+void ubj_nvm_shadow_install(struct ubj_nvm_shadow *s);
+/* ubj_nvm_shadow_arm -- capture before persistence point `point` (1 = the
+ * first drain after attach; 0 = never) and then call on_capture(ctx). */
+void ubj_nvm_shadow_arm(struct ubj_nvm_shadow *s, uint64_t point,
+                        void (*on_capture)(void *ctx), void *ctx);
+/* ubj_nvm_shadow_points -- persistence points recorded since attach. */
+uint64_t ubj_nvm_shadow_points(const struct ubj_nvm_shadow *s);
+/* ubj_nvm_shadow_captured -- 1 once the armed point was captured. */
+int ubj_nvm_shadow_captured(const struct ubj_nvm_shadow *s);
+/* ubj_nvm_shadow_size -- bytes of the recorded region (0 before attach). */
+size_t ubj_nvm_shadow_size(const struct ubj_nvm_shadow *s);
+/* ubj_nvm_shadow_image -- one crash image of the captured state into buf
+ * (ubj_nvm_shadow_size bytes).  0, or -ENOENT if nothing was captured. */
+int ubj_nvm_shadow_image(const struct ubj_nvm_shadow *s,
+                         enum ubj_shadow_policy policy, uint64_t seed, void *buf);
+
+/* ---- UBJ pairing and recovery (src/txn/ubj_recovery.c) ---------------- */
+
+#define UBJ_NVMA_FORMAT 0x1u   /* (re)initialise the region (--format-nvm) */
+#define UBJ_NVMA_RDONLY 0x2u   /* open read-only (fsck) */
+
+/*
+ * ubj_nvm_attach -- the region for image `uuid`, the way mount and mkfs
+ * get it.  Without UBJ_NVMA_FORMAT: open it and refuse (writing nothing)
+ * a region of another image (-EINVAL), another layout (-EINVAL: `nbufs`
+ * != 0 and different, or `size` != 0 and different), a corrupt one
+ * (-EUCLEAN) or a missing one (-ENOENT).  With UBJ_NVMA_FORMAT: make an
+ * empty region of `nbufs` buffers (0: as many as fit in `size`; both 0:
+ * 16384), but refuse with -EBUSY, writing nothing, a valid region that
+ * still holds committed blocks not yet written home ("mount once without
+ * --format-nvm to checkpoint").  Returns 0 and *out.
+ */
+int ubj_nvm_attach(const char *path, uint64_t size, uint32_t nbufs,
+                   const uint8_t uuid[16], unsigned flags, struct ubj_nvm **out);
+
+/*
+ * ubj_nvm_pending -- committed blocks of the region that recovery would
+ * keep (not yet written home).  The same scan mount's recovery runs.
+ * Returns the count, or -EUCLEAN for a corrupt descriptor array.
+ */
+int64_t ubj_nvm_pending(struct ubj_nvm *r, uint64_t dev_nblocks);
+
+/*
+ * ubj_nvm_overlay_create -- a read-only block device that serves each
+ * block from the newest committed version in the region at `region_path`
+ * (as recovery would keep it), else from `image`, which it wraps (and
+ * owns once this succeeds).  The region is opened read-only and must
+ * belong to the image (uuid read from image block 0 at byte 40); writes
+ * fail with -EROFS.  Lets ubj_check run unchanged on a pair.  Returns 0
+ * and *out; the errors of ubj_nvm_attach; -ENOMEM.
+ */
+int ubj_nvm_overlay_create(struct ubj_bdev *image, const char *region_path,
+                           struct ubj_bdev **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UBJFS_NVM_H */

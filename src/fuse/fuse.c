@@ -1,0 +1,1116 @@
+/*
+ * fuse.c -- the FUSE frontend: one `static const struct fuse_lowlevel_ops`
+ * table (fu_ops, at the end) whose handlers call the library and map its
+ * negative errno to fuse_reply_err(req, -rc) (libfuse's passthrough_ll.c
+ * is the model).  FUSE node ids are our inode numbers (FUSE_ROOT_ID ==
+ * UBJ_ROOT_INO == 1); the generation comes from the inode.
+ *
+ * Lookup references (the one piece of state kept here).  The kernel counts
+ * every entry it receives (lookup, create, mknod, mkdir, symlink, link,
+ * readdirplus) and later returns the count with FORGET; until then it may
+ * use the node id, even after the last name is gone (an open file, a
+ * process's cwd, a dentry still cached).  So while a node's count is
+ * above zero we hold one ubj_open reference on the inode (fu_ref_get /
+ * fu_ref_put): an unlinked inode stays on the orphan list instead of
+ * being freed and its number reused for another file under the kernel's
+ * feet.  The last FORGET releases it (and frees it if it has no name);
+ * whatever the kernel never forgets is released by ubj_fuse_destroy and
+ * ubj_unmount.
+ *
+ * Invariants:
+ *  R1 refs[] holds an entry for ino iff the kernel may hold the node id
+ *     (count = entries replied minus FORGETs), and then exactly one
+ *     library open reference belongs to it; the root is never counted.
+ *  R2 the count is raised before the reply is sent and lowered again if
+ *     libfuse could not send it (the kernel did not see it), so it never
+ *     drops below the kernel's own count.
+ *  R3 between the library's lookup and the reference, no FUSE request can
+ *     unlink the name: the kernel holds the parent directory's lock (shared
+ *     for lookup and readdir, exclusive for create, link, unlink, rename),
+ *     so the inode a reply names is the inode the reference pins.
+ *  R4 ref_lock is taken before the mount lock, never while holding it
+ *     (library callbacks never call back here).
+ *
+ * Round trips.  Every request costs the caller a round trip to this
+ * daemon (tens to hundreds of microseconds: two thread wake-ups, often on
+ * another CPU), so the frontend asks for as few as the semantics allow:
+ *  - no OPEN/RELEASE and OPENDIR/RELEASEDIR: where the kernel supports it
+ *    (FUSE_CAP_NO_OPEN_SUPPORT and ..._NO_OPENDIR_..., Linux >= 5.1) the
+ *    first OPEN is answered ENOSYS, which tells the kernel to open files
+ *    itself from then on.  Nothing is lost: an open file pins its kernel
+ *    inode, so the lookup reference (R1) keeps an unlinked file alive
+ *    until its last close, and the kernel then truncates for O_TRUNC with
+ *    SETATTR (ATOMIC_O_TRUNC is not asked for).  On older kernels open
+ *    and create take their own ubj_open reference, released by RELEASE,
+ *    and O_TRUNC rides on OPEN.
+ *  - no FLUSH: `flush` is not in the table, so libfuse answers ENOSYS,
+ *    which the kernel takes as "never send it again" (a Linux file system
+ *    does nothing on close; dirty pages are still written back first).
+ *  - attributes and names are cached by the kernel for attr_timeout and
+ *    entry_timeout seconds, absent names for negative_timeout: safe,
+ *    since every change comes through this mount and the kernel
+ *    invalidates what its own requests change.
+ *  - READDIRPLUS returns attributes with names; writes and reads carry up
+ *    to UBJ_FUSE_MAX_WRITE bytes; several worker threads overlap the
+ *    transfers (the library serialises the operations themselves).
+ *  - with -o writeback_cache the kernel also caches writes (an option, not
+ *    the default: a full device is then reported at fsync or close
+ *    instead of by write(2), which many programs do not expect).
+ */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <syslog.h>
+#include <unistd.h>
+#include "fuse/fuse.h"
+
+#define FU_BUCKETS 4096u          /* lookup-reference hash buckets */
+#define FU_MAX_BACKGROUND 64u     /* kernel background requests (writeback) */
+#define FU_GROUPS_MAX 64          /* supplementary groups looked at by access */
+
+/* One node the kernel holds: [ref_lock] */
+struct fu_ref {
+    ubj_ino_t ino;
+    uint64_t nlookup;
+    struct fu_ref *next;
+};
+
+struct ubj_fuse {
+    struct ubj_fs *fs;
+    struct fuse_session *se;
+    struct ubj_fuse_opts o;
+    char *fsname;
+    bool mounted;
+    bool signals;
+    bool no_open;             /* the kernel may skip OPEN/OPENDIR (init) */
+    pthread_mutex_t ref_lock;
+    struct fu_ref *refs[FU_BUCKETS];   /* [ref_lock] */
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* fu_get -- the frontend of a request. */
+static struct ubj_fuse *fu_get(fuse_req_t req)
+{
+    return fuse_req_userdata(req);
+}
+
+/* fu_log -- report an error the library could not have been asked about
+ * by the caller (I/O, corruption): stderr in the foreground, syslog when
+ * detached (stderr is /dev/null then, so both are written). */
+static void fu_log(int rc, const char *op)
+{
+    if (rc != -EIO && rc != -EUCLEAN && rc != -ENOMEM)
+        return;
+    syslog(LOG_ERR, "%s: %s", op, ubj_errormsg());
+    fprintf(stderr, "ubjfs: %s: %s\n", op, ubj_errormsg());
+}
+
+/* fu_err -- reply with the library's result (0 or a negative errno). */
+static void fu_err(fuse_req_t req, int rc, const char *op)
+{
+    if (rc < 0)
+        fu_log(rc, op);
+    fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+/* fu_cred -- the caller's uid and gid: the owner of new inodes. */
+static struct ubj_cred fu_cred(fuse_req_t req)
+{
+    const struct fuse_ctx *c = fuse_req_ctx(req);
+    struct ubj_cred cr = { .uid = c->uid, .gid = c->gid };
+    return cr;
+}
+
+/* fu_bucket -- the lookup-reference chain of ino. */
+static struct fu_ref **fu_bucket(struct ubj_fuse *f, ubj_ino_t ino)
+{
+    return &f->refs[(ino * 0x9e3779b97f4a7c15ULL) >> 52];
+}
+
+/* fu_ref_get -- one more kernel lookup of ino (R1, R2). */
+static int fu_ref_get(struct ubj_fuse *f, ubj_ino_t ino)
+{
+    if (ino == UBJ_ROOT_INO)
+        return 0;
+    int rc = 0;
+    pthread_mutex_lock(&f->ref_lock);
+    struct fu_ref **head = fu_bucket(f, ino), *r = *head;
+    while (r != NULL && r->ino != ino)
+        r = r->next;
+    if (r != NULL) {
+        r->nlookup++;
+    } else if ((r = malloc(sizeof *r)) == NULL) {
+        rc = -ENOMEM;
+    } else if ((rc = ubj_open(f->fs, ino, O_RDONLY)) < 0) {
+        free(r);
+    } else {
+        r->ino = ino;
+        r->nlookup = 1;
+        r->next = *head;
+        *head = r;
+    }
+    pthread_mutex_unlock(&f->ref_lock);
+    return rc;
+}
+
+/* fu_ref_put -- the kernel forgot n lookups of ino; the last releases it. */
+static void fu_ref_put(struct ubj_fuse *f, ubj_ino_t ino, uint64_t n)
+{
+    if (ino == UBJ_ROOT_INO)
+        return;
+    pthread_mutex_lock(&f->ref_lock);
+    for (struct fu_ref **p = fu_bucket(f, ino); *p != NULL; p = &(*p)->next) {
+        struct fu_ref *r = *p;
+        if (r->ino != ino)
+            continue;
+        if (n < r->nlookup) {
+            r->nlookup -= n;
+            break;
+        }
+        *p = r->next;
+        free(r);
+        int rc = ubj_release(f->fs, ino);
+        if (rc < 0)
+            fu_log(rc, "forget");
+        break;
+    }
+    pthread_mutex_unlock(&f->ref_lock);
+}
+
+/* fu_entry_fill -- a fuse_entry_param for st. */
+static void fu_entry_fill(const struct ubj_fuse *f, const struct ubj_stat *st,
+                          struct fuse_entry_param *e)
+{
+    memset(e, 0, sizeof *e);
+    e->ino = st->ino;
+    e->generation = st->generation;
+    ubj_stat_to_posix(st, &e->attr);
+    e->attr_timeout = f->o.attr_timeout;
+    e->entry_timeout = f->o.entry_timeout;
+}
+
+/* fu_reply_entry -- reply with st, taking a lookup reference for it. */
+static void fu_reply_entry(fuse_req_t req, const struct ubj_stat *st)
+{
+    struct ubj_fuse *f = fu_get(req);
+    struct fuse_entry_param e;
+    fu_entry_fill(f, st, &e);
+    int rc = fu_ref_get(f, st->ino);
+    if (rc < 0) {
+        fu_err(req, rc, "lookup reference");
+        return;
+    }
+    if (fuse_reply_entry(req, &e) != 0)
+        fu_ref_put(f, st->ino, 1);
+}
+
+/* fu_reply_made -- the reply of a call that made or named an inode. */
+static void fu_reply_made(fuse_req_t req, int rc, const struct ubj_stat *st,
+                          const char *op)
+{
+    if (rc < 0)
+        fu_err(req, rc, op);
+    else
+        fu_reply_entry(req, st);
+}
+
+/* ---- per-thread read buffer ------------------------------------------ */
+
+static pthread_key_t fu_buf_key;
+static pthread_once_t fu_buf_once = PTHREAD_ONCE_INIT;
+
+struct fu_buf {
+    size_t cap;
+    char data[];
+};
+
+/* fu_buf_key_make -- the key whose destructor frees a thread's buffer. */
+static void fu_buf_key_make(void)
+{
+    (void)pthread_key_create(&fu_buf_key, free);
+}
+
+/* fu_buffer -- this thread's buffer of at least n bytes (NULL: ENOMEM). */
+static char *fu_buffer(size_t n)
+{
+    pthread_once(&fu_buf_once, fu_buf_key_make);
+    struct fu_buf *b = pthread_getspecific(fu_buf_key);
+    if (b != NULL && b->cap >= n)
+        return b->data;
+    size_t cap = n < 65536 ? 65536 : n;
+    struct fu_buf *nb = realloc(b, sizeof *nb + cap);
+    if (nb == NULL)
+        return NULL;
+    nb->cap = cap;
+    pthread_setspecific(fu_buf_key, nb);
+    return nb->data;
+}
+
+/* ---- session ------------------------------------------------------------- */
+
+/* fu_init -- negotiate the connection (what libfuse offers for speed). */
+static void fu_init(void *userdata, struct fuse_conn_info *conn)
+{
+    struct ubj_fuse *f = userdata;
+    unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_READDIRPLUS |
+                    FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS;
+    unsigned noopen = FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
+    f->no_open = (conn->capable & noopen) == noopen;
+    if (!f->no_open)
+        want |= FUSE_CAP_ATOMIC_O_TRUNC;   /* else the kernel truncates by setattr */
+    if (f->o.writeback_cache && !f->o.rdonly)
+        want |= FUSE_CAP_WRITEBACK_CACHE;
+    conn->want |= want & conn->capable;
+    conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+    if (!(want & FUSE_CAP_ATOMIC_O_TRUNC))
+        conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
+    if (!(want & FUSE_CAP_WRITEBACK_CACHE))
+        conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+    conn->max_write = UBJ_FUSE_MAX_WRITE;
+    conn->max_background = FU_MAX_BACKGROUND;
+    conn->congestion_threshold = FU_MAX_BACKGROUND * 3 / 4;
+    conn->time_gran = 1;
+}
+
+/* fu_destroy -- the kernel connection ended; ubj_fuse_destroy cleans up. */
+static void fu_destroy(void *userdata)
+{
+    (void)userdata;
+}
+
+/* ---- names ----------------------------------------------------------------- */
+
+/* fu_lookup -- name in parent; a miss is a cached negative entry. */
+static void fu_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    struct ubj_fuse *f = fu_get(req);
+    struct ubj_stat st;
+    int rc = ubj_lookup(f->fs, parent, name, &st);
+    if (rc == -ENOENT && f->o.negative_timeout > 0) {
+        struct fuse_entry_param e;
+        memset(&e, 0, sizeof e);
+        e.entry_timeout = f->o.negative_timeout;
+        fuse_reply_entry(req, &e);
+        return;
+    }
+    fu_reply_made(req, rc, &st, "lookup");
+}
+
+/* fu_forget -- the kernel dropped nlookup references to ino. */
+static void fu_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+    fu_ref_put(fu_get(req), ino, nlookup);
+    fuse_reply_none(req);
+}
+
+/* fu_forget_multi -- FORGET for a batch of nodes. */
+static void fu_forget_multi(fuse_req_t req, size_t count,
+                            struct fuse_forget_data *forgets)
+{
+    struct ubj_fuse *f = fu_get(req);
+    for (size_t i = 0; i < count; i++)
+        fu_ref_put(f, forgets[i].ino, forgets[i].nlookup);
+    fuse_reply_none(req);
+}
+
+/* fu_mknod -- a node of any type but directory and symlink. */
+static void fu_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+                     mode_t mode, dev_t rdev)
+{
+    struct ubj_cred cr = fu_cred(req);
+    struct ubj_stat st;
+    int rc = ubj_mknod(fu_get(req)->fs, parent, name, mode, rdev, &cr, &st);
+    fu_reply_made(req, rc, &st, "mknod");
+}
+
+/* fu_mkdir -- mkdir(2). */
+static void fu_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+                     mode_t mode)
+{
+    struct ubj_cred cr = fu_cred(req);
+    struct ubj_stat st;
+    int rc = ubj_mkdir(fu_get(req)->fs, parent, name, mode, &cr, &st);
+    fu_reply_made(req, rc, &st, "mkdir");
+}
+
+/* fu_symlink -- symlink(2). */
+static void fu_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+                       const char *name)
+{
+    struct ubj_cred cr = fu_cred(req);
+    struct ubj_stat st;
+    int rc = ubj_symlink(fu_get(req)->fs, link, parent, name, &cr, &st);
+    fu_reply_made(req, rc, &st, "symlink");
+}
+
+/* fu_link -- link(2): one more name, one more kernel lookup. */
+static void fu_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+                    const char *newname)
+{
+    struct ubj_stat st;
+    int rc = ubj_link(fu_get(req)->fs, ino, newparent, newname, &st);
+    fu_reply_made(req, rc, &st, "link");
+}
+
+/* fu_unlink -- unlink(2); the inode lives on while the kernel holds it. */
+static void fu_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    fu_err(req, ubj_unlink(fu_get(req)->fs, parent, name), "unlink");
+}
+
+/* fu_rmdir -- rmdir(2). */
+static void fu_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    fu_err(req, ubj_rmdir(fu_get(req)->fs, parent, name), "rmdir");
+}
+
+/* fu_rename -- rename(2) and renameat2(2)'s NOREPLACE and EXCHANGE. */
+static void fu_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+                      fuse_ino_t newparent, const char *newname, unsigned flags)
+{
+    unsigned uf = 0;
+    if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+        fuse_reply_err(req, EINVAL);        /* RENAME_WHITEOUT: no overlayfs */
+        return;
+    }
+    if (flags & RENAME_NOREPLACE)
+        uf |= UBJ_RENAME_NOREPLACE;
+    if (flags & RENAME_EXCHANGE)
+        uf |= UBJ_RENAME_EXCHANGE;
+    fu_err(req, ubj_rename(fu_get(req)->fs, parent, name, newparent, newname, uf),
+           "rename");
+}
+
+/* fu_readlink -- readlink(2). */
+static void fu_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+    char buf[UBJ_SYMLINK_MAX + 1];
+    ssize_t n = ubj_readlink(fu_get(req)->fs, ino, buf, UBJ_SYMLINK_MAX);
+    if (n < 0) {
+        fu_err(req, (int)n, "readlink");
+        return;
+    }
+    buf[n] = '\0';
+    fuse_reply_readlink(req, buf);
+}
+
+/* ---- attributes ----------------------------------------------------------- */
+
+/* fu_reply_attr -- reply with the attributes in st. */
+static void fu_reply_attr(fuse_req_t req, const struct ubj_stat *st)
+{
+    struct stat s;
+    ubj_stat_to_posix(st, &s);
+    fuse_reply_attr(req, &s, fu_get(req)->o.attr_timeout);
+}
+
+/* fu_getattr -- stat(2). */
+static void fu_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct ubj_stat st;
+    (void)fi;
+    int rc = ubj_getattr(fu_get(req)->fs, ino, &st);
+    if (rc < 0)
+        fu_err(req, rc, "getattr");
+    else
+        fu_reply_attr(req, &st);
+}
+
+/* fu_setattr_map -- FUSE_SET_ATTR_* to a struct ubj_setattr. */
+static void fu_setattr_map(const struct stat *a, int to_set, struct ubj_setattr *sa)
+{
+    memset(sa, 0, sizeof *sa);
+    if (to_set & FUSE_SET_ATTR_MODE) {
+        sa->valid |= UBJ_SET_MODE;
+        sa->mode = a->st_mode & 07777;
+    }
+    if (to_set & FUSE_SET_ATTR_UID) {
+        sa->valid |= UBJ_SET_UID;
+        sa->uid = a->st_uid;
+    }
+    if (to_set & FUSE_SET_ATTR_GID) {
+        sa->valid |= UBJ_SET_GID;
+        sa->gid = a->st_gid;
+    }
+    if (to_set & FUSE_SET_ATTR_SIZE) {
+        sa->valid |= UBJ_SET_SIZE;
+        sa->size = (uint64_t)a->st_size;
+    }
+    if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+        sa->valid |= UBJ_SET_ATIME_NOW;
+    } else if (to_set & FUSE_SET_ATTR_ATIME) {
+        sa->valid |= UBJ_SET_ATIME;
+        sa->atime = a->st_atim;
+    }
+    if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+        sa->valid |= UBJ_SET_MTIME_NOW;
+    } else if (to_set & FUSE_SET_ATTR_MTIME) {
+        sa->valid |= UBJ_SET_MTIME;
+        sa->mtime = a->st_mtim;
+    }
+    if (to_set & FUSE_SET_ATTR_CTIME) {
+        sa->valid |= UBJ_SET_CTIME;
+        sa->ctime = a->st_ctim;
+    }
+}
+
+/* fu_setattr -- chmod, chown, truncate, utimensat (UTIME_NOW; UTIME_OMIT
+ * arrives as an unset bit). */
+static void fu_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+                       int to_set, struct fuse_file_info *fi)
+{
+    struct ubj_setattr sa;
+    struct ubj_stat st;
+    (void)fi;
+    fu_setattr_map(attr, to_set, &sa);
+    int rc = ubj_setattr(fu_get(req)->fs, ino, &sa, &st);
+    if (rc < 0)
+        fu_err(req, rc, "setattr");
+    else
+        fu_reply_attr(req, &st);
+}
+
+/* fu_in_group -- is gid the caller's group or one of its groups? */
+static bool fu_in_group(fuse_req_t req, uint32_t gid)
+{
+    if (fuse_req_ctx(req)->gid == gid)
+        return true;
+    gid_t list[FU_GROUPS_MAX];
+    int n = fuse_req_getgroups(req, FU_GROUPS_MAX, list);
+    for (int i = 0; i < n && i < FU_GROUPS_MAX; i++)
+        if (list[i] == gid)
+            return true;
+    return false;
+}
+
+/* fu_access -- access(2) (only sent without default_permissions): the
+ * kernel's generic_permission() rules without ACLs. */
+static void fu_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+    struct ubj_fuse *f = fu_get(req);
+    struct ubj_stat st;
+    int rc = ubj_getattr(f->fs, ino, &st);
+    if (rc < 0 || mask == F_OK) {
+        fu_err(req, rc, "access");
+        return;
+    }
+    uint32_t uid = fuse_req_ctx(req)->uid;
+    uint32_t bits = st.mode;
+    if ((mask & W_OK) && f->o.rdonly &&
+        (S_ISREG(st.mode) || S_ISDIR(st.mode) || S_ISLNK(st.mode)))
+        rc = -EROFS;
+    else if (uid == 0)
+        rc = ((mask & X_OK) && !S_ISDIR(st.mode) && !(st.mode & 0111)) ? -EACCES : 0;
+    else {
+        bits = uid == st.uid ? st.mode >> 6 : fu_in_group(req, st.gid) ? st.mode >> 3
+                                                                     : st.mode;
+        rc = ((bits & 7u & (uint32_t)mask) == ((uint32_t)mask & 7u)) ? 0 : -EACCES;
+    }
+    fu_err(req, rc, "access");
+}
+
+/* fu_statfs -- statfs(2). */
+static void fu_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+    struct ubj_statfs s;
+    struct statvfs v;
+    (void)ino;
+    int rc = ubj_statfs_get(fu_get(req)->fs, &s);
+    if (rc < 0) {
+        fu_err(req, rc, "statfs");
+        return;
+    }
+    memset(&v, 0, sizeof v);
+    v.f_bsize = v.f_frsize = s.bsize;
+    v.f_blocks = s.blocks;
+    v.f_bfree = s.bfree;
+    v.f_bavail = s.bavail;
+    v.f_files = s.files;
+    v.f_ffree = v.f_favail = s.ffree;
+    v.f_namemax = s.namemax;
+    uint64_t id = 0;
+    for (int i = 0; i < 16; i++)
+        id = id * 131 + s.uuid[i];
+    v.f_fsid = (unsigned long)id;
+    fuse_reply_statfs(req, &v);
+}
+
+/* ---- files ------------------------------------------------------------------ */
+
+/* fu_open -- open(2): a library open reference (O_TRUNC included). */
+static void fu_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct ubj_fuse *f = fu_get(req);
+    if (f->no_open) {                  /* see "Round trips" at the top */
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
+    int rc = ubj_open(f->fs, ino, fi->flags);
+    if (rc < 0) {
+        fu_err(req, rc, "open");
+        return;
+    }
+    fi->keep_cache = 1;      /* every change comes through this mount */
+    fi->fh = 0;
+    if (fuse_reply_open(req, fi) != 0)
+        (void)ubj_release(f->fs, ino);
+}
+
+/* fu_create_existing -- create found the name taken (without O_EXCL): open
+ * what is there, as open(2) with O_CREAT would. */
+static int fu_create_existing(struct ubj_fuse *f, fuse_ino_t parent,
+                              const char *name, struct ubj_stat *st)
+{
+    int rc = ubj_lookup(f->fs, parent, name, st);
+    if (rc == 0 && S_ISDIR(st->mode))
+        rc = -EISDIR;
+    return rc;
+}
+
+/* fu_create_open -- the open part of create: an open reference unless
+ * the kernel opens files itself (no_open: it sends no RELEASE then); an
+ * O_TRUNC of an existing file is done either way.  0 or a negative errno. */
+static int fu_create_open(struct ubj_fuse *f, struct ubj_stat *st, int oflags)
+{
+    bool trunc = (oflags & O_TRUNC) != 0;
+    if (f->no_open && !trunc)
+        return 0;
+    int rc = ubj_open(f->fs, st->ino, oflags);
+    if (rc == 0 && trunc && (rc = ubj_getattr(f->fs, st->ino, st)) < 0)
+        (void)ubj_release(f->fs, st->ino);
+    if (rc == 0 && f->no_open)
+        rc = ubj_release(f->fs, st->ino);
+    return rc;
+}
+
+/* fu_create -- open(O_CREAT): create (or open what is there without
+ * O_EXCL), and one lookup reference. */
+static void fu_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+                      mode_t mode, struct fuse_file_info *fi)
+{
+    struct ubj_fuse *f = fu_get(req);
+    struct ubj_cred cr = fu_cred(req);
+    struct ubj_stat st;
+    int oflags = fi->flags & ~O_TRUNC;
+    int rc = ubj_create(f->fs, parent, name, mode, &cr, &st);
+    if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
+        rc = fu_create_existing(f, parent, name, &st);
+        oflags = fi->flags;
+    }
+    if (rc == 0)
+        rc = fu_create_open(f, &st, oflags);
+    if (rc == 0 && (rc = fu_ref_get(f, st.ino)) < 0 && !f->no_open)
+        (void)ubj_release(f->fs, st.ino);
+    if (rc < 0) {
+        fu_err(req, rc, "create");
+        return;
+    }
+    struct fuse_entry_param e;
+    fu_entry_fill(f, &st, &e);
+    fi->keep_cache = 1;
+    fi->fh = 0;
+    if (fuse_reply_create(req, &e, fi) != 0) {
+        fu_ref_put(f, st.ino, 1);
+        if (!f->no_open)
+            (void)ubj_release(f->fs, st.ino);
+    }
+}
+
+/* fu_read -- pread(2) into this thread's buffer. */
+static void fu_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    (void)fi;
+    char *buf = fu_buffer(size);
+    if (buf == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    ssize_t n = ubj_pread(fu_get(req)->fs, ino, buf, size, off);
+    if (n < 0)
+        fu_err(req, (int)n, "read");
+    else
+        fuse_reply_buf(req, buf, (size_t)n);
+}
+
+/* fu_write -- pwrite(2); a short count when the device fills. */
+static void fu_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+                     off_t off, struct fuse_file_info *fi)
+{
+    (void)fi;
+    ssize_t n = ubj_pwrite(fu_get(req)->fs, ino, buf, size, off);
+    if (n < 0)
+        fu_err(req, (int)n, "write");
+    else
+        fuse_reply_write(req, (size_t)n);
+}
+
+/* fu_release -- the last close of an open (or a create): drop its
+ * reference (an unlinked file is freed once the kernel forgot it too). */
+static void fu_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct ubj_fuse *f = fu_get(req);
+    (void)fi;
+    if (!f->no_open) {                /* no_open: no reference was taken */
+        int rc = ubj_release(f->fs, ino);
+        if (rc < 0)
+            fu_log(rc, "release");
+    }
+    fuse_reply_err(req, 0);
+}
+
+/* fu_fsync -- fsync(2)/fdatasync(2): the mode's commit. */
+static void fu_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+                     struct fuse_file_info *fi)
+{
+    (void)fi;
+    fu_err(req, ubj_fsync(fu_get(req)->fs, ino, datasync), "fsync");
+}
+
+/* fu_fallocate -- fallocate(2) modes 0 and KEEP_SIZE. */
+static void fu_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+                         off_t len, struct fuse_file_info *fi)
+{
+    (void)fi;
+    fu_err(req, ubj_fallocate(fu_get(req)->fs, ino, mode, off, len), "fallocate");
+}
+
+/* ---- directories ----------------------------------------------------------- */
+
+/* fu_opendir -- nothing to keep: readdir offsets are stable cookies. */
+static void fu_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    if (fu_get(req)->no_open) {        /* see "Round trips" at the top */
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
+    fi->fh = 0;
+    fuse_reply_open(req, fi);
+}
+
+/* fu_releasedir -- the matching close. */
+static void fu_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)fi;
+    fuse_reply_err(req, 0);
+}
+
+/* fu_fsyncdir -- fsync(2) of a directory (its entries). */
+static void fu_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+                        struct fuse_file_info *fi)
+{
+    (void)fi;
+    fu_err(req, ubj_fsync(fu_get(req)->fs, ino, datasync), "fsyncdir");
+}
+
+/* One collected entry of readdirplus. */
+struct fu_dent {
+    char name[UBJ_NAME_MAX + 1];
+    ubj_ino_t ino;
+    unsigned type;
+    uint64_t next;
+};
+
+/* State of one readdir reply. */
+struct fu_dir {
+    fuse_req_t req;
+    char *buf;
+    size_t size, used;
+    struct fu_dent *v;        /* readdirplus: entries to stat */
+    size_t n, cap;
+    int err;
+};
+
+/* fu_name -- a NUL-terminated copy of a library name. */
+static void fu_name(char *out, const char *name, size_t len)
+{
+    memcpy(out, name, len);
+    out[len] = '\0';
+}
+
+/* fu_fill_plain -- ubj_readdir callback: one entry straight into the reply. */
+static int fu_fill_plain(void *ctx, const char *name, size_t namelen,
+                         ubj_ino_t ino, unsigned type, uint64_t next)
+{
+    struct fu_dir *d = ctx;
+    char nm[UBJ_NAME_MAX + 1];
+    struct stat st;
+    fu_name(nm, name, namelen);
+    memset(&st, 0, sizeof st);
+    st.st_ino = ino;
+    st.st_mode = type << 12;
+    size_t need = fuse_add_direntry(d->req, d->buf + d->used, d->size - d->used,
+                                    nm, &st, (off_t)next);
+    if (need > d->size - d->used)
+        return 1;
+    d->used += need;
+    return 0;
+}
+
+/* fu_fill_plus -- ubj_readdir callback: collect what fits (attributes are
+ * read after the listing: callbacks must not call the library). */
+static int fu_fill_plus(void *ctx, const char *name, size_t namelen,
+                        ubj_ino_t ino, unsigned type, uint64_t next)
+{
+    struct fu_dir *d = ctx;
+    struct fu_dent *e;
+    char nm[UBJ_NAME_MAX + 1];
+    fu_name(nm, name, namelen);
+    size_t need = fuse_add_direntry_plus(d->req, NULL, 0, nm, NULL, 0);
+    if (need > d->size - d->used)
+        return 1;
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 32;
+        e = realloc(d->v, cap * sizeof *e);
+        if (e == NULL) {
+            d->err = -ENOMEM;
+            return 1;
+        }
+        d->v = e;
+        d->cap = cap;
+    }
+    e = &d->v[d->n++];
+    memcpy(e->name, nm, namelen + 1);
+    e->ino = ino;
+    e->type = type;
+    e->next = next;
+    d->used += need;
+    return 0;
+}
+
+/* fu_is_dot -- "." or "..": no attributes, no lookup reference. */
+static bool fu_is_dot(const char *n)
+{
+    return n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'));
+}
+
+/* fu_plus_add -- one collected entry into the reply; 1 if it took a
+ * lookup reference, 0 if not, -1 if the buffer is full. */
+static int fu_plus_add(struct ubj_fuse *f, struct fu_dir *d, const struct fu_dent *x)
+{
+    struct fuse_entry_param e;
+    struct ubj_stat st;
+    bool ref = false;
+    memset(&e, 0, sizeof e);
+    e.attr.st_ino = x->ino;
+    e.attr.st_mode = x->type << 12;
+    if (!fu_is_dot(x->name) && ubj_getattr(f->fs, x->ino, &st) == 0 &&
+        fu_ref_get(f, x->ino) == 0) {
+        fu_entry_fill(f, &st, &e);
+        ref = true;
+    }
+    size_t need = fuse_add_direntry_plus(d->req, d->buf + d->used,
+                                         d->size - d->used, x->name, &e,
+                                         (off_t)x->next);
+    if (need > d->size - d->used) {
+        if (ref)
+            fu_ref_put(f, x->ino, 1);
+        return -1;
+    }
+    d->used += need;
+    return ref ? 1 : 0;
+}
+
+/* fu_plus_reply -- stat the collected entries, reply, and undo the
+ * references if the reply could not be sent (R2). */
+static void fu_plus_reply(struct ubj_fuse *f, struct fu_dir *d)
+{
+    size_t added = 0;
+    bool *took = calloc(d->n ? d->n : 1, sizeof *took);
+    if (took == NULL) {
+        fuse_reply_err(d->req, ENOMEM);
+        return;
+    }
+    d->used = 0;
+    for (; added < d->n; added++) {
+        int r = fu_plus_add(f, d, &d->v[added]);
+        if (r < 0)
+            break;
+        took[added] = r == 1;
+    }
+    if (fuse_reply_buf(d->req, d->buf, d->used) != 0) {
+        for (size_t i = 0; i < added; i++)
+            if (took[i])
+                fu_ref_put(f, d->v[i].ino, 1);
+    }
+    free(took);
+}
+
+/* fu_readdir_common -- readdir and readdirplus. */
+static void fu_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
+                              off_t off, bool plus)
+{
+    struct ubj_fuse *f = fu_get(req);
+    struct fu_dir d = { .req = req, .size = size };
+    d.buf = calloc(1, size ? size : 1);
+    if (d.buf == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    int rc = ubj_readdir(f->fs, ino, (uint64_t)off, plus ? fu_fill_plus : fu_fill_plain,
+                         &d);
+    if (rc == 0)
+        rc = d.err;
+    if (rc == -ENOENT) {              /* a removed directory lists empty */
+        rc = 0;
+        d.used = d.n = 0;
+    }
+    if (rc < 0)
+        fu_err(req, rc, "readdir");
+    else if (plus)
+        fu_plus_reply(f, &d);
+    else
+        fuse_reply_buf(req, d.buf, d.used);
+    free(d.v);
+    free(d.buf);
+}
+
+/* fu_readdir -- getdents(2). */
+static void fu_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    (void)fi;
+    fu_readdir_common(req, ino, size, off, false);
+}
+
+/* fu_readdirplus -- getdents(2) with attributes (one lookup each). */
+static void fu_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+    (void)fi;
+    fu_readdir_common(req, ino, size, off, true);
+}
+
+/* ---- extended attributes ------------------------------------------------ */
+
+/* fu_setxattr -- setxattr(2). */
+static void fu_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                        const char *value, size_t size, int flags)
+{
+    fu_err(req, ubj_setxattr(fu_get(req)->fs, ino, name, value, size, flags),
+           "setxattr");
+}
+
+/* fu_reply_sized -- a getxattr/listxattr reply: the length for size 0. */
+static void fu_reply_sized(fuse_req_t req, ssize_t n, size_t size, const char *buf,
+                           const char *op)
+{
+    if (n < 0)
+        fu_err(req, (int)n, op);
+    else if (size == 0)
+        fuse_reply_xattr(req, (size_t)n);
+    else
+        fuse_reply_buf(req, buf, (size_t)n);
+}
+
+/* fu_getxattr -- getxattr(2). */
+static void fu_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                        size_t size)
+{
+    char *buf = size ? fu_buffer(size) : NULL;
+    if (size && buf == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    ssize_t n = ubj_getxattr(fu_get(req)->fs, ino, name, buf, size);
+    fu_reply_sized(req, n, size, buf, "getxattr");
+}
+
+/* fu_listxattr -- listxattr(2). */
+static void fu_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+    char *buf = size ? fu_buffer(size) : NULL;
+    if (size && buf == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    ssize_t n = ubj_listxattr(fu_get(req)->fs, ino, buf, size);
+    fu_reply_sized(req, n, size, buf, "listxattr");
+}
+
+/* fu_removexattr -- removexattr(2). */
+static void fu_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    fu_err(req, ubj_removexattr(fu_get(req)->fs, ino, name), "removexattr");
+}
+
+/*
+ * The operations.  Not set, so that the kernel does what Linux does for a
+ * local file system without them: getlk/setlk/flock (the kernel keeps the
+ * locks itself: one mount, one kernel), lseek (generic SEEK_DATA/SEEK_HOLE:
+ * the whole file is data), copy_file_range (the kernel copies through
+ * read and write), ioctl, poll, bmap.
+ */
+static const struct fuse_lowlevel_ops fu_ops = {
+    .init = fu_init,
+    .destroy = fu_destroy,
+    .lookup = fu_lookup,
+    .forget = fu_forget,
+    .forget_multi = fu_forget_multi,
+    .getattr = fu_getattr,
+    .setattr = fu_setattr,
+    .readlink = fu_readlink,
+    .mknod = fu_mknod,
+    .mkdir = fu_mkdir,
+    .unlink = fu_unlink,
+    .rmdir = fu_rmdir,
+    .symlink = fu_symlink,
+    .rename = fu_rename,
+    .link = fu_link,
+    .open = fu_open,
+    .read = fu_read,
+    .write = fu_write,
+    .release = fu_release,
+    .fsync = fu_fsync,
+    .opendir = fu_opendir,
+    .readdir = fu_readdir,
+    .readdirplus = fu_readdirplus,
+    .releasedir = fu_releasedir,
+    .fsyncdir = fu_fsyncdir,
+    .statfs = fu_statfs,
+    .setxattr = fu_setxattr,
+    .getxattr = fu_getxattr,
+    .listxattr = fu_listxattr,
+    .removexattr = fu_removexattr,
+    .access = fu_access,
+    .create = fu_create,
+    .fallocate = fu_fallocate,
+};
+
+/* ---- life cycle ----------------------------------------------------------- */
+
+/* fu_args -- argv for libfuse: debug, our defaults, the user's options. */
+static int fu_args(const struct ubj_fuse_opts *o, struct fuse_args *args)
+{
+    int rc = fuse_opt_add_arg(args, "ubjfs");
+    if (rc == 0 && o->debug)
+        rc = fuse_opt_add_arg(args, "-odebug");
+    if (rc == 0)
+        rc = fuse_opt_add_arg(args, "-odefault_permissions,subtype=ubjfs");
+    if (rc == 0 && o->rdonly)
+        rc = fuse_opt_add_arg(args, "-oro");
+    if (rc == 0 && o->fsname != NULL) {
+        char *opt = NULL;
+        rc = fuse_opt_add_opt_escaped(&opt, o->fsname);
+        char *full = NULL;
+        if (rc == 0 && asprintf(&full, "-ofsname=%s", opt) < 0)
+            rc = -1;
+        if (rc == 0)
+            rc = fuse_opt_add_arg(args, full);
+        free(full);
+        free(opt);
+    }
+    if (rc == 0 && o->fuse_opts != NULL && o->fuse_opts[0] != '\0') {
+        rc = fuse_opt_add_arg(args, "-o");
+        if (rc == 0)
+            rc = fuse_opt_add_arg(args, o->fuse_opts);
+    }
+    return rc == 0 ? 0 : -ENOMEM;
+}
+
+/* ubj_fuse_new -- a session with these options, not yet mounted. */
+int ubj_fuse_new(const struct ubj_fuse_opts *o, struct ubj_fuse **out)
+{
+    struct ubj_fuse *f = calloc(1, sizeof *f);
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    if (f == NULL)
+        return -ENOMEM;
+    f->o = *o;
+    f->o.fuse_opts = NULL;
+    f->o.fsname = NULL;
+    pthread_mutex_init(&f->ref_lock, NULL);
+    int rc = fu_args(o, &args);
+    if (rc == 0) {
+        f->se = fuse_session_new(&args, &fu_ops, sizeof fu_ops, f);
+        if (f->se == NULL)
+            rc = -EINVAL;
+    }
+    fuse_opt_free_args(&args);
+    if (rc < 0) {
+        pthread_mutex_destroy(&f->ref_lock);
+        free(f);
+        return rc;
+    }
+    *out = f;
+    return 0;
+}
+
+/* ubj_fuse_mount -- mount on mountpoint, serving fs. */
+int ubj_fuse_mount(struct ubj_fuse *f, struct ubj_fs *fs, const char *mountpoint)
+{
+    f->fs = fs;
+    if (fuse_session_mount(f->se, mountpoint) != 0)
+        return -EIO;
+    f->mounted = true;
+    /* a shell starts background jobs with SIGINT ignored, and libfuse
+     * leaves ignored signals alone: SIGINT and SIGTERM must unmount */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    (void)sigaction(SIGINT, &dfl, NULL);
+    (void)sigaction(SIGTERM, &dfl, NULL);
+    if (fuse_set_signal_handlers(f->se) == 0)
+        f->signals = true;
+    return 0;
+}
+
+/* ubj_fuse_loop -- the multi-threaded request loop. */
+int ubj_fuse_loop(struct ubj_fuse *f)
+{
+    struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+    if (cfg == NULL)
+        return -ENOMEM;
+    if (f->o.max_threads > 0)
+        fuse_loop_cfg_set_max_threads(cfg, f->o.max_threads);
+    if (f->o.max_idle_threads > 0)
+        fuse_loop_cfg_set_idle_threads(cfg, f->o.max_idle_threads);
+    int rc = fuse_session_loop_mt(f->se, cfg);
+    fuse_loop_cfg_destroy(cfg);
+    /* a positive result is the signal that ended the loop: a clean end */
+    return rc < 0 ? rc : 0;
+}
+
+/* ubj_fuse_unmount -- detach the kernel mount. */
+void ubj_fuse_unmount(struct ubj_fuse *f)
+{
+    if (f->signals) {
+        fuse_remove_signal_handlers(f->se);
+        f->signals = false;
+    }
+    if (f->mounted) {
+        fuse_session_unmount(f->se);
+        f->mounted = false;
+    }
+}
+
+/* ubj_fuse_destroy -- free the session and drop every lookup reference. */
+void ubj_fuse_destroy(struct ubj_fuse *f)
+{
+    if (f == NULL)
+        return;
+    ubj_fuse_unmount(f);
+    fuse_session_destroy(f->se);
+    for (unsigned i = 0; i < FU_BUCKETS; i++) {
+        while (f->refs[i] != NULL) {
+            struct fu_ref *r = f->refs[i];
+            f->refs[i] = r->next;
+            if (f->fs != NULL)
+                (void)ubj_release(f->fs, r->ino);
+            free(r);
+        }
+    }
+    pthread_mutex_destroy(&f->ref_lock);
+    free(f);
+}

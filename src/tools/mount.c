@@ -1,0 +1,479 @@
+/*
+ * mount.c -- `ubjfs mount [OPTIONS] IMAGE MOUNTPOINT`: serve an image
+ * through FUSE (src/fuse/) until it is unmounted.
+ *
+ * Order of events, chosen so that every error is reported by the command
+ * the user typed, before it returns:
+ *   1. options are parsed and checked (a trial format catches an unknown
+ *      --mode; usage errors exit 2);
+ *   2. without -f, the process forks at once, before any thread exists
+ *      (the library's commit timer and libfuse's workers are threads, which
+ *      fork does not copy); the parent waits on a pipe;
+ *   3. the child creates the FUSE session (bad -o options fail here),
+ *      opens the image with an exclusive flock (a second mount of the same
+ *      image fails here: "in use"), mounts the library (recovery runs
+ *      here), mounts the kernel side;
+ *   4. only then does it detach (setsid, chdir /, stdio to /dev/null),
+ *      write the pid file and tell the parent, which exits 0; on any
+ *      failure the child has printed one line and exits 1, and so does the
+ *      parent.
+ * Unmounting (`fusermount3 -u MOUNTPOINT`, `umount`, SIGTERM, SIGINT or
+ * SIGHUP) ends the request loop; the daemon then detaches the kernel
+ * mount, drops its references and calls ubj_unmount (final commit, write
+ * back, device flush, superblock clean) and exits 0, or 1 after logging
+ * an unmount error (syslog when detached).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+#include "fuse/fuse.h"
+#include "tools.h"
+
+#define MOUNT_CACHE_MIN (64u * 4096u)    /* the library's minimum cache */
+
+struct mount_args {
+    const char *image, *mountpoint;
+    const char *mode, *nvm, *pidfile;
+    uint64_t cache_bytes;                /* 0: the library's default */
+    uint32_t commit_ms;                  /* 0: the library's default */
+    bool foreground, debug, format_nvm;
+    struct ubj_fuse_opts fo;
+    char *fuse_opts;                     /* -o options left for libfuse */
+    char image_abs[PATH_MAX], mnt_abs[PATH_MAX], nvm_abs[PATH_MAX];
+};
+
+/* mount_usage -- the --help text. */
+static void mount_usage(void)
+{
+    printf("Usage: %s [OPTIONS] IMAGE MOUNTPOINT\n"
+           "Mount the ubjfs file system in IMAGE on MOUNTPOINT through FUSE.\n"
+           "Runs in the background once the mount has succeeded (errors are\n"
+           "reported first); unmount with 'fusermount3 -u MOUNTPOINT' (or umount,\n"
+           "or SIGTERM/SIGINT to the daemon): everything is committed and written\n"
+           "back, and the image is left clean.  An image already mounted (or\n"
+           "opened by another ubjfs command) is refused.\n\n"
+           "Options:\n"
+           "  -m, --mode MODE        consistency mode (default: the one recorded by\n"
+           "                         mkfs); see docs/USAGE.md for what each guarantees\n"
+           "      --nvm PATH         mode ubj: the NVM region holding the cache (made\n"
+           "                         by mkfs --nvm, or here with --format-nvm; default:\n"
+           "                         $UBJFS_NVM); after a crash, recovery reads it:\n"
+           "                         keep it with the image\n"
+           "      --format-nvm       mode ubj: make the region anew (refused while it\n"
+           "                         holds committed blocks not yet written home)\n"
+           "  -c, --cache-size SIZE  buffer cache size, bytes with K/M/G suffix\n"
+           "                         (default 64M, at least 256K)\n"
+           "  -i, --commit-interval MS  milliseconds between background commits\n"
+           "                         (default 5000)\n"
+           "  -r, --read-only        mount read-only (also -o ro)\n"
+           "  -f, --foreground       stay in the foreground (messages on stderr)\n"
+           "  -d, --debug            print every FUSE request (implies -f)\n"
+           "  -p, --pid-file FILE    write the daemon's pid to FILE (removed at exit)\n"
+           "  -o OPT[,OPT...]        mount options: FUSE's (allow_other, allow_root,\n"
+           "                         nosuid, nodev, noexec, noatime, auto_unmount,\n"
+           "                         fsname=NAME, max_read=N, ...) and these:\n"
+           "      writeback_cache    the kernel caches writes and sends them later:\n"
+           "                         faster, but a full file system or an I/O error\n"
+           "                         is then reported by fsync/close, not write(2)\n"
+           "      no_writeback_cache every write reaches the daemon before write(2)\n"
+           "                         returns (the default)\n"
+           "      attr_timeout=S     seconds the kernel trusts attributes (default 10)\n"
+           "      entry_timeout=S    seconds the kernel trusts names (default 10)\n"
+           "      negative_timeout=S seconds it trusts that a name is absent (10)\n"
+           "      max_threads=N      worker threads (default libfuse's, 10)\n"
+           "      max_idle_threads=N idle workers kept (default libfuse's)\n"
+           "                         default_permissions is always on: the kernel\n"
+           "                         checks permissions with the files' modes.\n"
+           "      --help             print this help\n\n"
+           "Exit status: 0 mounted (with -f: unmounted cleanly), 1 error, 2 usage\n"
+           "error.  After a crash, mount again: recovery runs at mount.\n",
+           tools_prog);
+}
+
+/* mount_seconds -- a non-negative decimal number of seconds. */
+static int mount_seconds(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > 1e9)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+/* mount_count -- a decimal count 1..1000. */
+static int mount_count(const char *s, unsigned *out)
+{
+    uint64_t v;
+    if (tools_parse_u64(s, &v) < 0 || v == 0 || v > 1000)
+        return -EINVAL;
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* mount_own_opt -- one -o option that is ours: 1 taken, 0 not ours, or a
+ * usage error's exit code. */
+static int mount_own_opt(struct mount_args *a, const char *opt)
+{
+    const char *v = strchr(opt, '=');
+    size_t kl = v ? (size_t)(v - opt) : strlen(opt);
+    int rc = 0;
+#define MOUNT_KEY(k) (kl == strlen(k) && strncmp(opt, k, kl) == 0)
+    if (MOUNT_KEY("writeback_cache") && !v)
+        a->fo.writeback_cache = true;
+    else if (MOUNT_KEY("no_writeback_cache") && !v)
+        a->fo.writeback_cache = false;
+    else if (MOUNT_KEY("ro") && !v)
+        a->fo.rdonly = true;
+    else if (MOUNT_KEY("rw") && !v)
+        a->fo.rdonly = false;
+    else if (MOUNT_KEY("debug") && !v)
+        a->debug = a->foreground = true;
+    else if (MOUNT_KEY("default_permissions") && !v)
+        ;                               /* always on */
+    else if (MOUNT_KEY("attr_timeout") && v)
+        rc = mount_seconds(v + 1, &a->fo.attr_timeout);
+    else if (MOUNT_KEY("entry_timeout") && v)
+        rc = mount_seconds(v + 1, &a->fo.entry_timeout);
+    else if (MOUNT_KEY("negative_timeout") && v)
+        rc = mount_seconds(v + 1, &a->fo.negative_timeout);
+    else if (MOUNT_KEY("max_threads") && v)
+        rc = mount_count(v + 1, &a->fo.max_threads);
+    else if (MOUNT_KEY("max_idle_threads") && v)
+        rc = mount_count(v + 1, &a->fo.max_idle_threads);
+    else
+        return 0;
+#undef MOUNT_KEY
+    if (rc < 0)
+        return tools_usage_err("bad value in -o %s", opt);
+    return 1;
+}
+
+/* mount_opts -- split one -o argument: ours are applied, the rest is
+ * appended to a->fuse_opts for libfuse.  -1 to go on, else an exit code. */
+static int mount_opts(struct mount_args *a, const char *arg)
+{
+    char *copy = strdup(arg), *save = NULL;
+    if (copy == NULL) {
+        tools_err("out of memory");
+        return TOOLS_EXIT_ERR;
+    }
+    int ret = -1;
+    for (char *o = strtok_r(copy, ",", &save); o && ret < 0; o = strtok_r(NULL, ",", &save)) {
+        int rc = mount_own_opt(a, o);
+        if (rc == TOOLS_EXIT_USAGE) {
+            ret = TOOLS_EXIT_USAGE;
+        } else if (rc == 0) {
+            size_t ol = a->fuse_opts ? strlen(a->fuse_opts) : 0;
+            char *n = realloc(a->fuse_opts, ol + strlen(o) + 2);
+            if (n == NULL) {
+                tools_err("out of memory");
+                ret = TOOLS_EXIT_ERR;
+                break;
+            }
+            snprintf(n + ol, strlen(o) + 2, "%s%s", ol ? "," : "", o);
+            a->fuse_opts = n;
+        }
+    }
+    free(copy);
+    return ret;
+}
+
+/* mount_opt_value -- one option with an argument; -1 or an exit code. */
+static int mount_opt_value(struct mount_args *a, int c, const char *arg)
+{
+    uint64_t v;
+    switch (c) {
+    case 'm':
+        a->mode = arg;
+        return -1;
+    case 'N':
+        a->nvm = arg;
+        return -1;
+    case 'p':
+        a->pidfile = arg;
+        return -1;
+    case 'o':
+        return mount_opts(a, arg);
+    case 'c':
+        if (tools_parse_size(arg, &v) < 0 || v < MOUNT_CACHE_MIN ||
+            v / 4096 > UINT32_MAX)
+            return tools_usage_err("bad --cache-size '%s' (256K .. 16T)", arg);
+        a->cache_bytes = v;
+        return -1;
+    case 'i':
+        if (tools_parse_u64(arg, &v) < 0 || v == 0 || v > 3600000)
+            return tools_usage_err("bad --commit-interval '%s' (1 .. 3600000 ms)", arg);
+        a->commit_ms = (uint32_t)v;
+        return -1;
+    default:
+        return tools_bad_option();
+    }
+}
+
+/* mount_parse -- options and operands; -1 to go on, else an exit code. */
+static int mount_parse(int argc, char **argv, struct mount_args *a)
+{
+    static const struct option lo[] = {
+        { "mode", required_argument, NULL, 'm' },
+        { "nvm", required_argument, NULL, 'N' },
+        { "format-nvm", no_argument, NULL, 'F' },
+        { "cache-size", required_argument, NULL, 'c' },
+        { "commit-interval", required_argument, NULL, 'i' },
+        { "read-only", no_argument, NULL, 'r' },
+        { "foreground", no_argument, NULL, 'f' },
+        { "debug", no_argument, NULL, 'd' },
+        { "pid-file", required_argument, NULL, 'p' },
+        { "help", no_argument, NULL, 'H' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "m:c:i:rfdp:o:", lo, NULL)) != -1) {
+        int rc = -1;
+        if (c == 'H') {
+            mount_usage();
+            return TOOLS_EXIT_OK;
+        } else if (c == 'r') {
+            a->fo.rdonly = true;
+        } else if (c == 'F') {
+            a->format_nvm = true;
+        } else if (c == 'f') {
+            a->foreground = true;
+        } else if (c == 'd') {
+            a->debug = a->foreground = true;
+        } else {
+            rc = mount_opt_value(a, c, optarg);
+        }
+        if (rc >= 0)
+            return rc;
+    }
+    if (argc - optind != 2)
+        return tools_usage_err(argc - optind < 2 ? "missing IMAGE or MOUNTPOINT"
+                                                 : "too many operands");
+    a->image = argv[optind];
+    a->mountpoint = argv[optind + 1];
+    return -1;
+}
+
+/* mount_check -- operands and mode before anything is started; -1 to go
+ * on, else an exit code. */
+static int mount_check(struct mount_args *a)
+{
+    struct stat st;
+    if (a->mode != NULL) {
+        struct ubj_format_opts fo = { .mode = a->mode };
+        if (tools_format_trial(&fo) < 0)
+            return tools_usage_err("unknown mode '%s'", a->mode);
+    }
+    if (a->nvm == NULL)
+        a->nvm = getenv("UBJFS_NVM");        /* as the other tools */
+    if (a->format_nvm && a->nvm == NULL)
+        return tools_usage_err("--format-nvm needs --nvm");
+    if (a->nvm != NULL && a->nvm[0] != '/') {   /* the daemon runs in / */
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd) == NULL ||
+            snprintf(a->nvm_abs, sizeof a->nvm_abs, "%s/%s", cwd, a->nvm) >=
+                (int)sizeof a->nvm_abs) {
+            tools_err("%s: path too long", a->nvm);
+            return TOOLS_EXIT_ERR;
+        }
+        a->nvm = a->nvm_abs;
+    }
+    if (realpath(a->image, a->image_abs) == NULL) {
+        tools_err("%s: %s", a->image, strerror(errno));
+        return TOOLS_EXIT_ERR;
+    }
+    if (realpath(a->mountpoint, a->mnt_abs) == NULL || stat(a->mnt_abs, &st) < 0) {
+        tools_err("%s: %s", a->mountpoint, strerror(errno));
+        return TOOLS_EXIT_ERR;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        tools_err("%s: not a directory", a->mountpoint);
+        return TOOLS_EXIT_ERR;
+    }
+    return -1;
+}
+
+/* ---- the daemon ------------------------------------------------------------ */
+
+struct mount_run {
+    struct ubj_bdev *dev;
+    struct ubj_fs *fs;
+    struct ubj_fuse *fuse;
+};
+
+/* mount_start -- session, image, library mount, kernel mount.  0 or -1
+ * (reported). */
+static int mount_start(struct mount_args *a, struct mount_run *m)
+{
+    a->fo.fuse_opts = a->fuse_opts;
+    a->fo.fsname = a->image_abs;
+    a->fo.debug = a->debug;
+    int rc = ubj_fuse_new(&a->fo, &m->fuse);
+    if (rc < 0) {
+        tools_err("bad mount options (-o %s)", a->fuse_opts ? a->fuse_opts : "");
+        return -1;
+    }
+    unsigned bflags = UBJ_BDEV_EXCL | (a->fo.rdonly ? UBJ_BDEV_RDONLY : 0u);
+    rc = ubj_bdev_file_open(a->image_abs, bflags, 0, &m->dev);
+    if (rc < 0) {
+        tools_err("%s", tools_libmsg(rc));
+        return -1;
+    }
+    struct ubj_config cfg = { 0 };
+    cfg.mode = a->mode;
+    cfg.cache_blocks = (uint32_t)(a->cache_bytes / 4096);
+    cfg.commit_interval_ms = a->commit_ms;
+    cfg.flags = a->fo.rdonly ? UBJ_MOUNT_RDONLY : 0u;
+    cfg.nvm_path = a->nvm;
+    cfg.nvm_flags = a->format_nvm ? UBJ_NVM_FORMAT : 0u;
+    rc = ubj_mount(m->dev, &cfg, &m->fs);
+    if (rc < 0) {
+        tools_err("%s: cannot mount: %s", a->image, tools_libmsg(rc));
+        return -1;
+    }
+    if (ubj_fuse_mount(m->fuse, m->fs, a->mnt_abs) < 0) {
+        tools_err("%s: cannot mount on %s (see the message above)", a->image,
+                  a->mountpoint);
+        return -1;
+    }
+    return 0;
+}
+
+/* mount_stop -- undo mount_start in reverse; the unmount's result. */
+static int mount_stop(struct mount_run *m, const char *image)
+{
+    int ret = 0;
+    if (m->fuse != NULL)
+        ubj_fuse_destroy(m->fuse);    /* kernel unmount, references dropped */
+    if (m->fs != NULL) {
+        int rc = ubj_unmount(m->fs);
+        if (rc < 0) {
+            syslog(LOG_ERR, "%s: unmount: %s", image, tools_libmsg(rc));
+            tools_err("%s: unmount: %s", image, tools_libmsg(rc));
+            ret = -1;
+        }
+    }
+    if (m->dev != NULL)
+        ubj_bdev_destroy(m->dev);
+    return ret;
+}
+
+/* mount_pidfile -- write our pid; 0 or -1 (reported). */
+static int mount_pidfile(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0) {
+        tools_err("%s: cannot write the pid file: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* mount_detach -- become a daemon: own session, no terminal, cwd /. */
+static void mount_detach(void)
+{
+    (void)setsid();
+    if (chdir("/") < 0)
+        return;
+    int fd = open("/dev/null", O_RDWR);
+    if (fd < 0)
+        return;
+    (void)dup2(fd, 0);
+    (void)dup2(fd, 1);
+    (void)dup2(fd, 2);
+    if (fd > 2)
+        close(fd);
+}
+
+/* mount_serve -- everything after the fork (or in the foreground):
+ * returns the exit code; `ready` (or -1) is written once mounted. */
+static int mount_serve(struct mount_args *a, int ready)
+{
+    struct mount_run m = { 0 };
+    openlog("ubjfs", LOG_PID, LOG_DAEMON);
+    if (mount_start(a, &m) < 0) {
+        (void)mount_stop(&m, a->image);
+        return TOOLS_EXIT_ERR;
+    }
+    if (a->pidfile != NULL && mount_pidfile(a->pidfile) < 0) {
+        (void)mount_stop(&m, a->image);
+        return TOOLS_EXIT_ERR;
+    }
+    if (ready >= 0) {
+        mount_detach();
+        char ok = 0;
+        if (write(ready, &ok, 1) != 1)
+            syslog(LOG_WARNING, "%s: cannot tell the parent", a->image);
+        close(ready);
+    }
+    int rc = ubj_fuse_loop(m.fuse);
+    if (rc < 0)
+        syslog(LOG_ERR, "%s: FUSE session failed: %s", a->image, strerror(-rc));
+    int src = mount_stop(&m, a->image);
+    if (a->pidfile != NULL)
+        (void)unlink(a->pidfile);
+    return rc < 0 || src < 0 ? TOOLS_EXIT_ERR : TOOLS_EXIT_OK;
+}
+
+/* mount_background -- fork; the parent waits for the child's word. */
+static int mount_background(struct mount_args *a)
+{
+    int p[2];
+    if (pipe(p) < 0) {
+        tools_err("pipe: %s", strerror(errno));
+        return TOOLS_EXIT_ERR;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        tools_err("fork: %s", strerror(errno));
+        return TOOLS_EXIT_ERR;
+    }
+    if (pid == 0) {
+        close(p[0]);
+        _exit(mount_serve(a, p[1]));
+    }
+    close(p[1]);
+    char ok;
+    ssize_t n;
+    do {
+        n = read(p[0], &ok, 1);
+    } while (n < 0 && errno == EINTR);
+    close(p[0]);
+    if (n == 1)
+        return TOOLS_EXIT_OK;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status)
+                                                         : TOOLS_EXIT_ERR;
+}
+
+/* tools_mount_main -- `ubjfs mount`. */
+int tools_mount_main(int argc, char **argv)
+{
+    struct mount_args a = { 0 };
+    a.fo.writeback_cache = false;   /* see -o writeback_cache in --help */
+    a.fo.attr_timeout = UBJ_FUSE_ATTR_TIMEOUT;
+    a.fo.entry_timeout = UBJ_FUSE_ENTRY_TIMEOUT;
+    a.fo.negative_timeout = UBJ_FUSE_NEGATIVE_TIMEOUT;
+    int rc = mount_parse(argc, argv, &a);
+    if (rc < 0)
+        rc = mount_check(&a);
+    if (rc < 0)
+        rc = a.foreground ? mount_serve(&a, -1) : mount_background(&a);
+    free(a.fuse_opts);
+    return rc;
+}

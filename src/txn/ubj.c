@@ -1,0 +1,856 @@
+/*
+ * ubj.c -- consistency mode `ubj`: the buffer cache lives in an NVM region
+ * and is the journal (Lee, Bahn, Noh: "Unioning of the Buffer Cache and
+ * Journaling Layers with Non-volatile Memory", FAST'13 / ACM TOS 2014).
+ * A transaction commits by freezing its dirty buffers in place; frozen
+ * buffers serve reads until a checkpoint writes them home.  docs/UBJ.md
+ * has the state machine, every persist with its reason, the recovery
+ * rules and the crash-point argument; this comment is the summary.
+ *
+ * States (struct ubj_bufdesc.state, volatile meaning) and who moves them:
+ *
+ *   FREE/CLEAN --ubjm_dirty (mark_dirty)------------------------> DIRTY
+ *   FROZEN ----ubjm_write_access (ubj_cache_cow: copy)--> new DIRTY version
+ *   DIRTY -----ubjm_commit phase 1 (tag stored+flushed)---------> FROZEN
+ *   FROZEN ----ubjm_commit phase 3 (a newer version committed)--> FROZEN_OLD
+ *   FROZEN ----ubjm_forget (ubj_cache_revoke: block freed)------> FROZEN_OLD
+ *   FROZEN_OLD-ubjm_free_olds (tag 0 persisted, after the commit
+ *              that superseded or freed it is durable)---------> FREE
+ *   FROZEN ----ubjm_ckpt_finish (written home, device flushed,
+ *              tag 0 persisted)--------------------------------> CLEAN
+ *   DIRTY/CLEAN -ubjm_forget (dropped: never committed/home)----> FREE
+ *
+ * Commit of transaction T (ubjm_commit_locked), at a handle boundary only:
+ *   1. for each DIRTY buffer of T: seal (metadata crc), flush its 4 KiB,
+ *      store its tag (T, FROZEN) and flush its descriptor; plus the tags
+ *      of FROZEN_OLD buffers whose successor is already committed: 0;
+ *      DRAIN -- persistence point P1: T's buffers are durable
+ *   2. store the commit record := T; PERSIST -- point P2: T is committed
+ *   3. the versions T superseded become FROZEN_OLD (freed at the next P1)
+ * Checkpoint: write every FROZEN buffer home, flush the device, free the
+ * out-of-date versions (DRAIN), store the written buffers' tags 0 (DRAIN),
+ * then CLEAN.  ubjm_checkpoint_locked does it all under the mount lock;
+ * the timer's ubjm_checkpoint_unlocked releases the lock around the
+ * device I/O, so writers continue meanwhile.
+ *
+ * Invariants (checked by asserts; docs/UBJ.md numbers them):
+ *  U1 A descriptor's durable tag is non-zero only while its buffer is
+ *     FROZEN or FROZEN_OLD (or in the middle of commit phase 1).
+ *  U2 While a durable tag is committed, the buffer's blkno and bytes do
+ *     not change (the fs writes DIRTY buffers only; FROZEN ones are copied
+ *     on write; a tag is cleared, durably, before its buffer is reused).
+ *  U3 A FROZEN_OLD buffer's tag is cleared only after the commit that
+ *     superseded or freed it is durable (free_after <= committed).
+ *  U4 DIRTY buffers are PINNED: the cache never writes them home (nothing
+ *     uncommitted reaches the device); they belong to the running txn.
+ *  U5 Commit runs only with no handle open (depth 0): a commit never cuts
+ *     a file-system operation in half.  The mount lock serialises all of
+ *     this and every access to the region; only the timer's checkpoint
+ *     releases it, around writing home and flushing the device.
+ *
+ * Policy: fsync/fdatasync/sync commit at once (no device flush: the NVM
+ * is the durability point); the timer commits every commit interval; a
+ * handle start commits first when the running transaction would exceed a
+ * quarter of the cache.  Checkpoint when frozen buffers exceed half the
+ * cache at a handle start, or a quarter at a tick, after 6 ticks with
+ * frozen buffers (30 s by default), when the cache needs room (reclaim),
+ * on sync and on unmount.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "txn/ubj.h"
+#include "ubjfs/model.h"
+#include "util/util.h"
+
+#define UBJ_BS 4096u
+#define UBJ_DIRTY_PERMILLE 250u      /* running txn limit: 1/4 of the cache */
+#define UBJ_FROZEN_PERMILLE 500u     /* checkpoint beyond 1/2 of the cache */
+#define UBJ_CKPT_AGE_TICKS 6u        /* checkpoint after 6 commit intervals */
+
+/* A FROZEN_OLD buffer waiting for the commit that allows freeing it. */
+struct ubjm_old {
+    uint32_t idx;
+    uint64_t free_after;     /* free once committed >= this txid */
+};
+
+/* Per-mount state of mode ubj [the mount lock]. */
+struct ubjm_state {
+    struct ubj_handle h;     /* the one handle, embedded (as mode none) */
+    uint32_t depth;          /* started and not stopped */
+    struct ubj_nvm *r;
+    uint32_t nbufs;
+    uint64_t committed;      /* == the region's commit record */
+    uint32_t *txn;           /* buffers dirtied in the running txn (may hold
+                                stale entries: checked at commit) */
+    uint32_t ntxn;
+    uint64_t *listed;        /* listed[i] == txid: i is in txn[] */
+    struct ubjm_old *olds;    /* FROZEN_OLD buffers, each once */
+    uint32_t nolds;
+    uint32_t *scratch;       /* nbufs indices: checkpoint list, revokes */
+    uint32_t *ckpt;          /* nbufs indices: the timer's checkpoint list */
+    uint64_t *ckpt_txid;     /* nbufs: txid of each ckpt[] buffer, listed */
+    uint64_t *scratch_txid;  /* nbufs: the same for a scratch[] list */
+    uint32_t max_dirty, max_frozen;
+    uint32_t ticks_frozen;   /* ticks since the last checkpoint with frozen */
+    bool rdonly;             /* read-only mount: never write home */
+    bool revoked;            /* the running txn freed frozen blocks */
+    int error;               /* sticky NVM or checkpoint error */
+#ifndef NDEBUG
+    uint32_t *crc;           /* crc32c of each frozen buffer's bytes (U2) */
+#endif
+};
+
+/* ---- test hooks ----------------------------------------------------------- */
+
+static int ubjm_break_mode = -1;              /* -1: read UBJ_TEST_BREAK */
+static void (*ubjm_commit_cb)(void *, uint64_t);
+static void *ubjm_commit_ctx;
+static unsigned ubjm_lim_dirty, ubjm_lim_frozen;
+
+/* ubj_ubj_test_break -- select a deliberately broken variant. */
+void ubj_ubj_test_break(enum ubj_break which)
+{
+    ubjm_break_mode = (int)which;
+}
+
+/* ubj_ubj_test_on_commit -- a callback after each durable commit record. */
+void ubj_ubj_test_on_commit(void (*cb)(void *ctx, uint64_t txid), void *ctx)
+{
+    ubjm_commit_cb = cb;
+    ubjm_commit_ctx = ctx;
+}
+
+/* ubj_ubj_test_limits -- override the commit/checkpoint thresholds. */
+void ubj_ubj_test_limits(unsigned dirty_permille, unsigned frozen_permille)
+{
+    ubjm_lim_dirty = dirty_permille;
+    ubjm_lim_frozen = frozen_permille;
+}
+
+/* ubjm_broken -- whether broken variant `b` is selected. */
+static bool ubjm_broken(enum ubj_break b)
+{
+    if (ubjm_break_mode < 0) {
+        const char *e = getenv("UBJ_TEST_BREAK");
+        ubjm_break_mode = e ? atoi(e) : 0;
+    }
+    return ubjm_break_mode == (int)b;
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* ubjm_trace -- with UBJ_TRACE_UBJ set in the environment, log an event
+ * (commit, checkpoint, free) to stderr: for debugging crash tests. */
+static void ubjm_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void ubjm_trace(const char *fmt, ...)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("UBJ_TRACE_UBJ") != NULL;
+    if (!on)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ubj: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* ubjm_of -- the per-mount state of t. */
+static inline struct ubjm_state *ubjm_of(struct ubj_txn *t)
+{
+    return t->priv;
+}
+
+/* ubjm_now_ns -- monotonic nanoseconds. */
+static uint64_t ubjm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ubjm_sync_stats -- copy the region's counters into t->stats. */
+static void ubjm_sync_stats(struct ubj_txn *t)
+{
+    struct ubj_nvm_counters ns;
+    ubj_nvm_counters_get(ubjm_of(t)->r, &ns);
+    t->stats.nvm_bytes = ns.bytes_flushed;
+    t->stats.nvm_persists = ns.drains;
+    struct ubj_nvm_model *m = ubj_nvm_get_model(ubjm_of(t)->r);
+    if (m != NULL) {
+        struct ubj_nvm_stats ms;
+        ubj_nvm_model_stats(m, &ms);
+        t->stats.nvm_model_ns = ms.time_ns;
+        t->stats.nvm_model_energy_j = ms.energy_j;
+    }
+}
+
+/* ubjm_fail -- record a sticky error (the mount must not commit again). */
+static int ubjm_fail(struct ubjm_state *s, int rc)
+{
+    if (s->error == 0)
+        s->error = rc;
+    return rc;
+}
+
+/* ubjm_counts -- DIRTY and FROZEN(+OLD) buffers now. */
+static void ubjm_counts(struct ubj_txn *t, uint64_t *dirty, uint64_t *frozen)
+{
+    struct ubj_cache_stats cs;
+    ubj_cache_stats_get(t->cache, &cs);
+    *dirty = cs.dirty;
+    *frozen = cs.frozen;
+}
+
+#ifndef NDEBUG
+/* ubjm_crc_set -- remember a frozen buffer's bytes (U2). */
+static void ubjm_crc_set(struct ubjm_state *s, const struct ubj_buf *b)
+{
+    s->crc[b->idx] = ubj_crc32c(0, b->data, UBJ_BS);
+}
+
+/* ubjm_crc_ok -- U2: a frozen buffer's bytes are as they were frozen. */
+static bool ubjm_crc_ok(const struct ubjm_state *s, const struct ubj_buf *b)
+{
+    return s->crc[b->idx] == ubj_crc32c(0, b->data, UBJ_BS);
+}
+#endif
+
+/* ---- freeing out-of-date versions ----------------------------------------- */
+
+/* ubjm_old_add -- b turned FROZEN_OLD: free it once free_after commits. */
+static void ubjm_old_add(struct ubjm_state *s, uint32_t idx, uint64_t free_after)
+{
+    assert(s->nolds < s->nbufs);
+    s->olds[s->nolds++] = (struct ubjm_old){ .idx = idx, .free_after = free_after };
+}
+
+/* ubjm_olds_store -- store tag 0 of each FROZEN_OLD buffer that may go
+ * (U3: free_after <= limit) and flush it; returns how many.  They are
+ * moved to the front of olds[]. */
+static uint32_t ubjm_olds_store(struct ubj_txn *t, uint64_t limit)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < s->nolds; k++) {
+        struct ubjm_old o = s->olds[k];
+        if (o.free_after > limit)
+            continue;
+        struct ubj_buf *b = ubj_cache_buf_at(t->cache, o.idx);
+        assert(b->d->state == UBJ_BUF_FROZEN_OLD && ubjm_crc_ok(s, b));
+        ubj_nvm_store64(s->r, &b->d->ptag, 0);
+        ubj_nvm_flush(s->r, &b->d->ptag, 8);
+        s->olds[k] = s->olds[n];
+        s->olds[n++] = o;
+    }
+    return n;
+}
+
+/* ubjm_olds_release -- after the drain: the first n olds become FREE. */
+static void ubjm_olds_release(struct ubj_txn *t, uint32_t n)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    for (uint32_t k = 0; k < n; k++)
+        ubj_cache_set_state(t->cache, ubj_cache_buf_at(t->cache, s->olds[k].idx),
+                            UBJ_BUF_FREE, 0);
+    memmove(s->olds, s->olds + n, (s->nolds - n) * sizeof *s->olds);
+    s->nolds -= n;
+}
+
+/* ubjm_free_olds -- free every FROZEN_OLD buffer whose successor is
+ * committed, with its own persistence point.  Returns the count or -EIO. */
+static int ubjm_free_olds(struct ubj_txn *t)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    uint32_t n = ubjm_olds_store(t, s->committed);
+    if (n == 0)
+        return 0;
+    ubjm_trace("free %u out-of-date buffers", n);
+    int rc = ubj_nvm_drain(s->r);
+    if (rc < 0)
+        return ubjm_fail(s, rc);
+    ubjm_olds_release(t, n);
+    return (int)n;
+}
+
+/* ---- commit --------------------------------------------------------------- */
+
+/* ubjm_freeze_one -- commit phase 1 for one DIRTY buffer of txid T. */
+static void ubjm_freeze_one(struct ubj_txn *t, struct ubj_buf *b, uint64_t T)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    ubj_cache_seal(t->cache, b);
+    if (!ubjm_broken(UBJ_BREAK_DATA_FLUSH))
+        ubj_nvm_flush(s->r, b->data, UBJ_BS);
+    ubj_nvm_store64(s->r, &b->d->ptag, ubj_ptag(T, b->d->kind));
+    ubj_nvm_flush(s->r, b->d, sizeof *b->d);
+    ubj_cache_set_state(t->cache, b, UBJ_BUF_FROZEN, T);
+    ubj_cache_clear_flags(t->cache, b, UBJ_BUF_PINNED);
+#ifndef NDEBUG
+    ubjm_crc_set(s, b);
+#endif
+}
+
+/* ubjm_supersede -- commit phase 3 for a newly frozen b: its older
+ * versions are out of date (FROZEN -> FROZEN_OLD, freed at the next
+ * persistence point; a CLEAN one -- already home -- is simply dropped). */
+static void ubjm_supersede(struct ubj_txn *t, struct ubj_buf *b, uint64_t T)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    uint32_t o = b->d->older;
+    while (o != UBJ_NOBUF) {
+        struct ubj_buf *ob = ubj_cache_buf_at(t->cache, o);
+        uint32_t next = ob->d->older;
+        if (ob->d->state == UBJ_BUF_FROZEN) {
+            ubj_cache_set_state(t->cache, ob, UBJ_BUF_FROZEN_OLD, ob->d->txid);
+            ubjm_old_add(s, o, T);
+        } else if (ob->d->state == UBJ_BUF_CLEAN) {
+            ubj_cache_set_state(t->cache, ob, UBJ_BUF_FREE, 0);
+        }
+        o = next;
+    }
+}
+
+/* ubjm_commit_phase1 -- freeze T's buffers and piggyback the tags of
+ * freeable FROZEN_OLD buffers; drain.  *nfrozen, *nolds for phase 3. */
+static int ubjm_commit_phase1(struct ubj_txn *t, uint64_t T, uint32_t *nfrozen,
+                             uint32_t *nolds)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < s->ntxn; k++) {
+        struct ubj_buf *b = ubj_cache_buf_at(t->cache, s->txn[k]);
+        if (b->d->state != UBJ_BUF_DIRTY || b->d->txid != T)
+            continue;   /* dropped (block freed) or listed twice */
+        ubjm_freeze_one(t, b, T);
+        s->txn[n++] = s->txn[k];
+    }
+    s->ntxn = n;
+    *nfrozen = n;
+    /* U3: committed successors only -- unless deliberately broken */
+    *nolds = ubjm_olds_store(t, ubjm_broken(UBJ_BREAK_EARLY_FREE) ? T : s->committed);
+    if (ubjm_broken(UBJ_BREAK_EARLY_FREE)) {   /* also the versions T replaces */
+        for (uint32_t k = 0; k < n; k++) {
+            struct ubj_buf *b = ubj_cache_buf_at(t->cache, s->txn[k]);
+            if (b->d->older != UBJ_NOBUF) {
+                struct ubj_buf *ob = ubj_cache_buf_at(t->cache, b->d->older);
+                ubj_nvm_store64(s->r, &ob->d->ptag, 0);
+                ubj_nvm_flush(s->r, &ob->d->ptag, 8);
+            }
+        }
+    }
+    return ubj_nvm_drain(s->r);
+}
+
+/* ubjm_commit_record -- commit phase 2: the record := T, persisted. */
+static int ubjm_commit_record(struct ubj_txn *t, uint64_t T)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    uint64_t *word = ubj_nvm_committed_word(s->r);
+    ubj_nvm_store64(s->r, word, T);
+    if (ubjm_broken(UBJ_BREAK_COMMIT_PERSIST))
+        return 0;
+    return ubj_nvm_persist(s->r, word, 8);
+}
+
+/* ubjm_commit_locked -- commit the running transaction in place (U5). */
+static int ubjm_commit_locked(struct ubj_txn *t)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    assert(s->depth == 0);   /* U5: never inside a file-system operation */
+    if (s->error)
+        return ubj_set_error(s->error, "ubj: the NVM region failed earlier; "
+                             "no more commits");
+    if (s->ntxn == 0 && !s->revoked)
+        return 0;   /* nothing changed since the last commit */
+    uint64_t T = t->txid;
+    uint32_t nfrozen, nolds;
+    ubjm_trace("commit %llu: %u listed", (unsigned long long)T, s->ntxn);
+    int rc = ubjm_commit_phase1(t, T, &nfrozen, &nolds);
+    if (rc == 0)
+        rc = ubjm_commit_record(t, T);
+    if (rc < 0)
+        return ubjm_fail(s, rc);
+    s->committed = T;
+    t->txid = T + 1;
+    ubjm_olds_release(t, nolds);
+    for (uint32_t k = 0; k < nfrozen; k++)
+        ubjm_supersede(t, ubj_cache_buf_at(t->cache, s->txn[k]), T);
+    s->ntxn = 0;
+    s->revoked = false;
+    t->stats.commits++;
+    ubjm_sync_stats(t);
+    if (ubjm_commit_cb != NULL)
+        ubjm_commit_cb(ubjm_commit_ctx, T);
+    return 0;
+}
+
+/* ---- checkpoint ----------------------------------------------------------- */
+
+/* ubjm_ckpt_collect -- the FROZEN (up-to-date) buffers into list[], their
+ * txids into txid[]. */
+static uint32_t ubjm_ckpt_collect(struct ubj_txn *t, uint32_t *list, uint64_t *txid)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->nbufs; i++) {
+        struct ubj_buf *b = ubj_cache_buf_at(t->cache, i);
+        if (b->d->state == UBJ_BUF_FROZEN) {
+            assert(ubjm_crc_ok(s, b));   /* U2: nobody wrote a frozen buffer */
+            txid[n] = b->d->txid;
+            list[n++] = i;
+        }
+    }
+    return n;
+}
+
+/* ubjm_ckpt_same -- listed buffer k is still the version that was
+ * listed (and so written home): FROZEN, same txid.  Without the mount
+ * lock, a buffer may have been checkpointed by a writer, changed and
+ * frozen again by a later commit: that version was not written. */
+static bool ubjm_ckpt_same(const struct ubj_buf *b, uint64_t txid)
+{
+    return b->d->state == UBJ_BUF_FROZEN && b->d->txid == txid;
+}
+
+/* ubjm_ckpt_write -- checkpoint steps C1-C2: write the listed buffers home
+ * and flush the device.  Touches neither the region nor the mode's state,
+ * so the timer runs it without the mount lock.  0 or the device's error. */
+static int ubjm_ckpt_write(struct ubj_txn *t, const uint32_t *list, uint32_t n)
+{
+    int rc = ubj_cache_write_bufs(t->cache, list, n);
+    if (rc == 0 && !ubjm_broken(UBJ_BREAK_CKPT_FLUSH))
+        rc = ubj_bdev_flush(t->dev);
+    if (rc < 0)
+        return ubj_set_error(rc, "ubj: checkpoint: writing %u blocks home "
+                             "failed: %s", n, strerror(-rc));
+    return 0;
+}
+
+/*
+ * ubjm_ckpt_finish -- checkpoint steps C3-C4 for the listed buffers that
+ * are still FROZEN (a commit may have superseded some meanwhile: their
+ * FROZEN_OLD entries free them): free older versions first, then persist
+ * the listed tags 0, then make those buffers CLEAN.
+ */
+static int ubjm_ckpt_finish(struct ubj_txn *t, const uint32_t *list,
+                            const uint64_t *txid, uint32_t n)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    /* C3a: older versions go first, with their own persistence point: if
+     * a version's tag were cleared in the same batch as its successor's,
+     * a crash could keep the old tag and lose the new one -- and recovery
+     * would serve the old bytes over the newer home copy. */
+    int rc = ubjm_free_olds(t);
+    if (rc < 0)
+        return rc;
+    uint32_t done = 0;
+    for (uint32_t k = 0; k < n; k++) {      /* C3b: then the written ones */
+        struct ubj_buf *b = ubj_cache_buf_at(t->cache, list[k]);
+        if (!ubjm_ckpt_same(b, txid[k]))
+            continue;
+        ubj_nvm_store64(s->r, &b->d->ptag, 0);
+        ubj_nvm_flush(s->r, &b->d->ptag, 8);
+        done++;
+    }
+    if (done > 0 && (rc = ubj_nvm_drain(s->r)) < 0)
+        return ubjm_fail(s, rc);
+    for (uint32_t k = 0; k < n; k++) {      /* C4 */
+        struct ubj_buf *b = ubj_cache_buf_at(t->cache, list[k]);
+        if (ubjm_ckpt_same(b, txid[k]))
+            ubj_cache_set_state(t->cache, b, UBJ_BUF_CLEAN, b->d->txid);
+    }
+    s->ticks_frozen = 0;
+    t->stats.checkpoints++;
+    t->stats.bytes_checkpoint += (uint64_t)n * UBJ_BS;
+    t->stats.dev_flushes++;
+    ubjm_sync_stats(t);
+    return 0;
+}
+
+/*
+ * ubjm_checkpoint_locked -- write every FROZEN buffer home, flush the
+ * device, then persist their tags 0 (older versions first) and make them
+ * CLEAN; all under the mount lock.  On a device error nothing changes
+ * state (they stay FROZEN, safe in NVM) and the error is returned.
+ */
+static int ubjm_checkpoint_locked(struct ubj_txn *t)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    if (s->error)
+        return ubj_set_error(s->error, "ubj: the NVM region failed earlier");
+    uint32_t n = ubjm_ckpt_collect(t, s->scratch, s->scratch_txid);
+    if (n == 0) {
+        int rc = ubjm_free_olds(t);
+        return rc < 0 ? rc : 0;
+    }
+    ubjm_trace("checkpoint %u buffers (depth %u)", n, s->depth);
+    int rc = ubjm_ckpt_write(t, s->scratch, n);
+    return rc < 0 ? rc : ubjm_ckpt_finish(t, s->scratch, s->scratch_txid, n);
+}
+
+/*
+ * ubjm_checkpoint_unlocked -- the timer's checkpoint: the same steps, but
+ * the mount lock is released while the blocks go home and the device is
+ * flushed, so writers continue (they copy the frozen buffers on write, or
+ * freeze new ones; a checkpoint they run themselves meanwhile waits for
+ * the buffers in flight and writes them again).  No reference is taken: a
+ * listed buffer that stops being FROZEN before its write starts is
+ * skipped (ubj_cache_write_bufs), one in flight is io_busy (never reused),
+ * and only those still FROZEN with their listed txid are finished -- so a
+ * writer short of buffers can reuse any of them as soon as it could
+ * without this checkpoint.
+ */
+static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    if (t->lock == NULL || s->depth != 0)
+        return ubjm_checkpoint_locked(t);
+    if (s->error)
+        return ubj_set_error(s->error, "ubj: the NVM region failed earlier");
+    uint32_t n = ubjm_ckpt_collect(t, s->ckpt, s->ckpt_txid);
+    if (n == 0) {
+        int rc = ubjm_free_olds(t);
+        return rc < 0 ? rc : 0;
+    }
+    ubjm_trace("checkpoint %u buffers without the mount lock", n);
+    pthread_mutex_unlock(t->lock);
+    int rc = ubjm_ckpt_write(t, s->ckpt, n);
+    pthread_mutex_lock(t->lock);
+    if (rc == 0)
+        rc = ubjm_ckpt_finish(t, s->ckpt, s->ckpt_txid, n);
+    return rc;
+}
+
+/* ubjm_maybe_checkpoint -- checkpoint if frozen buffers exceed the limit. */
+static int ubjm_maybe_checkpoint(struct ubj_txn *t)
+{
+    uint64_t dirty, frozen;
+    ubjm_counts(t, &dirty, &frozen);
+    return frozen > ubjm_of(t)->max_frozen ? ubjm_checkpoint_locked(t) : 0;
+}
+
+/* ---- recovery (mount) ----------------------------------------------------- */
+
+/* ubjm_recover -- rules 3-4 of ubj_recovery.c: clear every non-winning tag
+ * (persisted), mark the winners FROZEN, adopt them into the cache. */
+static int ubjm_recover(struct ubj_txn *t)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    struct ubj_bufdesc *desc = ubj_nvm_desc(s->r);
+    struct ubj_scan sc;
+    uint64_t t0 = ubjm_now_ns();
+    int rc = ubj_recovery_scan(desc, s->nbufs, s->committed, t->dev->nblocks, &sc);
+    if (rc < 0)
+        return rc;
+    for (uint32_t k = 0; k < sc.ndrop; k++) {
+        ubj_nvm_store64(s->r, &desc[sc.drop[k]].ptag, 0);
+        ubj_nvm_flush(s->r, &desc[sc.drop[k]].ptag, 8);
+    }
+    if (sc.ndrop > 0)
+        rc = ubj_nvm_drain(s->r);
+    for (uint32_t i = 0; i < s->nbufs && rc == 0; i++)
+        desc[i].state = UBJ_BUF_FREE;        /* the cache's own field */
+    for (uint32_t k = 0; k < sc.nkeep && rc == 0; k++) {
+        struct ubj_bufdesc *d = &desc[sc.keep[k]];
+        d->state = UBJ_BUF_FROZEN;
+        d->txid = ubj_ptag_txid(d->ptag);
+        d->kind = (d->ptag & UBJ_PTAG_META) ? UBJ_KIND_META : UBJ_KIND_DATA;
+    }
+    if (rc == 0)
+        rc = ubj_cache_adopt(t->cache);
+#ifndef NDEBUG
+    for (uint32_t k = 0; k < sc.nkeep && rc >= 0; k++)
+        ubjm_crc_set(s, ubj_cache_buf_at(t->cache, sc.keep[k]));
+#endif
+    t->stats.recovered_blocks = sc.nkeep;
+    ubj_scan_free(&sc);
+    t->stats.recovery_ns = ubjm_now_ns() - t0;
+    return rc < 0 ? rc : 0;
+}
+
+/* ubjm_state_free -- free the per-mount state. */
+static void ubjm_state_free(struct ubjm_state *s)
+{
+    if (s == NULL)
+        return;
+    free(s->txn);
+    free(s->listed);
+    free(s->olds);
+    free(s->scratch);
+    free(s->ckpt);
+    free(s->ckpt_txid);
+    free(s->scratch_txid);
+#ifndef NDEBUG
+    free(s->crc);
+#endif
+    free(s);
+}
+
+/* ubjm_state_new -- allocate the per-mount state for n buffers. */
+static struct ubjm_state *ubjm_state_new(uint32_t n)
+{
+    struct ubjm_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    s->nbufs = n;
+    s->txn = malloc((size_t)n * sizeof *s->txn);
+    s->listed = calloc(n, sizeof *s->listed);
+    s->olds = malloc((size_t)n * sizeof *s->olds);
+    s->scratch = malloc((size_t)n * sizeof *s->scratch);
+    s->ckpt = malloc((size_t)n * sizeof *s->ckpt);
+    s->ckpt_txid = malloc((size_t)n * sizeof *s->ckpt_txid);
+    s->scratch_txid = malloc((size_t)n * sizeof *s->scratch_txid);
+    bool ok = s->txn && s->listed && s->olds && s->scratch && s->ckpt &&
+              s->ckpt_txid && s->scratch_txid;
+#ifndef NDEBUG
+    s->crc = calloc(n, sizeof *s->crc);
+    ok = ok && s->crc;
+#endif
+    if (!ok) {
+        ubjm_state_free(s);
+        return NULL;
+    }
+    unsigned dp = ubjm_lim_dirty ? ubjm_lim_dirty : UBJ_DIRTY_PERMILLE;
+    unsigned fp = ubjm_lim_frozen ? ubjm_lim_frozen : UBJ_FROZEN_PERMILLE;
+    s->max_dirty = (uint32_t)((uint64_t)n * dp / 1000u);
+    s->max_frozen = (uint32_t)((uint64_t)n * fp / 1000u);
+    if (s->max_dirty < 8)
+        s->max_dirty = 8;
+    return s;
+}
+
+/* ubjm_mount -- the region (from prepare) must back the cache; recover. */
+static int ubjm_mount(struct ubj_txn *t)
+{
+    const struct ubj_prep *p = t->arg;
+    if (p == NULL || p->r == NULL)
+        return ubj_set_error(-EINVAL, "mode ubj: no NVM region (mount it "
+                             "through ubj_mount with nvm_path)");
+    struct ubj_nvm *r = p->r;
+    uint32_t n = ubj_cache_nbufs(t->cache);
+    assert(n == ubj_nvm_get_layout(r)->nbufs);
+    struct ubjm_state *s = ubjm_state_new(n);
+    if (s == NULL)
+        return ubj_set_error(-ENOMEM, "mode ubj: out of memory");
+    s->h.t = t;
+    s->r = r;
+    s->rdonly = p->rdonly != 0;
+    s->committed = ubj_nvm_committed(r);
+    t->priv = s;
+    int rc = ubjm_recover(t);
+    if (rc < 0) {
+        ubjm_state_free(s);
+        t->priv = NULL;
+        return rc;
+    }
+    t->txid = s->committed + 1;
+    ubjm_sync_stats(t);
+    return 0;
+}
+
+/* ubjm_unmount -- a final commit and checkpoint: the image is complete and
+ * the region holds nothing committed. */
+static int ubjm_unmount(struct ubj_txn *t)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    if (s == NULL)
+        return 0;
+    assert(s->depth == 0);
+    int rc = ubjm_commit_locked(t);
+    int crc = s->rdonly ? 0 : ubjm_checkpoint_locked(t);
+    if (rc == 0)
+        rc = crc;
+    ubjm_sync_stats(t);
+    ubjm_state_free(s);
+    t->priv = NULL;
+    return rc;
+}
+
+/* ---- handles -------------------------------------------------------------- */
+
+/* ubjm_start -- the embedded handle; at a boundary (depth 0), commit first
+ * if the running transaction would outgrow its limit, and checkpoint if
+ * frozen buffers fill half the cache. */
+static int ubjm_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    if (s->depth == 0) {
+        if (s->error)
+            return ubj_set_error(-EROFS, "ubj: NVM region failed: read-only");
+        uint64_t dirty, frozen;
+        ubjm_counts(t, &dirty, &frozen);
+        uint64_t want = credits < s->nbufs ? credits : s->nbufs;
+        int rc = 0;
+        if (dirty > 0 && dirty + want > s->max_dirty)
+            rc = ubjm_commit_locked(t);
+        if (rc < 0)
+            return rc;
+        /* an early checkpoint only makes room ahead of need: a device
+         * error here is left to the reclaim that will need the room */
+        (void)ubjm_maybe_checkpoint(t);
+        s->h.credits = 0;
+        s->h.used = 0;
+    }
+    s->depth++;
+    s->h.credits += credits;
+    *h = &s->h;
+    return 0;
+}
+
+/* ubjm_list -- put b in the running transaction's list (once). */
+static void ubjm_list(struct ubjm_state *s, struct ubj_buf *b, uint64_t T)
+{
+    if (s->listed[b->idx] == T)
+        return;
+    s->listed[b->idx] = T;
+    assert(s->ntxn < s->nbufs);
+    s->txn[s->ntxn++] = b->idx;
+}
+
+/* ubjm_write_access -- copy a frozen buffer on write (*b may change). */
+static int ubjm_write_access(struct ubj_handle *h, struct ubj_buf **b)
+{
+    struct ubj_txn *t = h->t;
+    if ((*b)->d->state == UBJ_BUF_DIRTY)
+        return 0;   /* DIRTY is always the newest version: no copy, no lock */
+    int rc = ubj_cache_cow(t->cache, b, t->txid);
+    if (rc == 1) {
+        t->stats.cow_copies++;
+        ubjm_list(ubjm_of(t), *b, t->txid);
+        return 0;
+    }
+    return rc;
+}
+
+/* ubjm_dirty -- b joins the running transaction: DIRTY and pinned (U4). */
+static int ubjm_dirty(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind kind)
+{
+    struct ubj_txn *t = h->t;
+    uint32_t st = b->d->state;
+    if (st == UBJ_BUF_FROZEN || st == UBJ_BUF_FROZEN_OLD) {
+        assert(!"ubj: a frozen buffer dirtied without write access");
+        return ubj_set_error(-EUCLEAN, "ubj: block %llu dirtied without "
+                             "write access", (unsigned long long)b->d->blkno);
+    }
+    h->used++;
+    uint32_t need = UBJ_BUF_PINNED | (kind == UBJ_KIND_META ? UBJ_BUF_SEAL : 0u);
+    if (st == UBJ_BUF_DIRTY && b->d->txid == t->txid && b->d->kind == (uint32_t)kind &&
+        (b->flags & need) == need)
+        return 0;   /* dirtied again in this transaction: nothing changes
+                       (a fresh copy on write lacks SEAL: not this path) */
+    ubj_cache_mark_dirty_flags(t->cache, b, kind, t->txid, UBJ_BUF_PINNED);
+    if (b->d->state == UBJ_BUF_DIRTY)       /* not a dropped (GONE) buffer */
+        ubjm_list(ubjm_of(t), b, t->txid);
+    return 0;
+}
+
+/* ubjm_forget -- a freed block: drop uncommitted versions; a committed one
+ * turns FROZEN_OLD and stays durable until this transaction commits (a
+ * crash before that must still find it: the block is in use there). */
+static int ubjm_forget(struct ubj_handle *h, uint64_t blkno)
+{
+    struct ubj_txn *t = h->t;
+    struct ubjm_state *s = ubjm_of(t);
+    uint32_t n = ubj_cache_revoke(t->cache, blkno, s->scratch, s->nbufs);
+    for (uint32_t k = 0; k < n; k++)
+        ubjm_old_add(s, s->scratch[k], t->txid);
+    if (n > 0)
+        s->revoked = true;
+    return 0;
+}
+
+/* ubjm_stop -- end (one level of) the handle. */
+static int ubjm_stop(struct ubj_handle *h)
+{
+    struct ubjm_state *s = ubjm_of(h->t);
+    assert(h == &s->h && s->depth > 0);
+    s->depth--;
+    return 0;
+}
+
+/* ---- commit policy -------------------------------------------------------- */
+
+/* ubjm_commit -- fsync/fdatasync/sync: commit at once, no device flush;
+ * sync also checkpoints. */
+static int ubjm_commit(struct ubj_txn *t, unsigned flags)
+{
+    int rc = ubjm_commit_locked(t);
+    if (rc == 0 && (flags & UBJ_COMMIT_SYNC))
+        rc = ubjm_checkpoint_locked(t);
+    return rc;
+}
+
+/* ubjm_tick -- the timer: commit; checkpoint on the frozen limit or age. */
+static int ubjm_tick(struct ubj_txn *t)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    int rc = ubjm_commit_locked(t);
+    if (rc < 0)
+        return rc;
+    uint64_t dirty, frozen;
+    ubjm_counts(t, &dirty, &frozen);
+    if (frozen > 0)
+        s->ticks_frozen++;
+    if (frozen > s->max_frozen / 2 || s->ticks_frozen >= UBJ_CKPT_AGE_TICKS)
+        rc = ubjm_checkpoint_unlocked(t);
+    return rc;
+}
+
+/* ubjm_reclaim -- the cache is full: free out-of-date versions; commit if
+ * no handle is open; checkpoint.  -ENOBUFS if none of it made room. */
+static int ubjm_reclaim(struct ubj_txn *t)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    uint64_t dirty, frozen;
+    int rc = ubjm_free_olds(t);
+    if (rc < 0)
+        return rc;
+    bool progress = rc > 0;
+    ubjm_counts(t, &dirty, &frozen);
+    if (s->depth == 0 && dirty > 0) {
+        rc = ubjm_commit_locked(t);
+        if (rc < 0)
+            return rc;
+        ubjm_counts(t, &dirty, &frozen);
+    }
+    if (frozen > 0) {
+        rc = ubjm_checkpoint_locked(t);
+        if (rc < 0)
+            return rc;
+        rc = ubjm_free_olds(t);
+        if (rc < 0)
+            return rc;
+        progress = true;
+    }
+    if (!progress)
+        return ubj_set_error(-ENOBUFS, "ubj: the cache (%u buffers) is full of "
+                             "the running operation's changes", s->nbufs);
+    return 0;
+}
+
+const struct ubj_mode_ops ubj_mode_ubj = {
+    .version = UBJ_MODE_OPS_VERSION,
+    .name = "ubj",
+    .mount = ubjm_mount,
+    .unmount = ubjm_unmount,
+    .start = ubjm_start,
+    .write_access = ubjm_write_access,
+    .dirty = ubjm_dirty,
+    .forget = ubjm_forget,
+    .stop = ubjm_stop,
+    .commit = ubjm_commit,
+    .tick = ubjm_tick,
+    .reclaim = ubjm_reclaim,
+    .prepare = ubj_mode_prepare,
+    .release = ubj_mode_release,
+};

@@ -1,0 +1,102 @@
+/*
+ * ubj.h -- internals of consistency mode `ubj` shared by src/txn/ubj.c
+ * (the mode), src/txn/ubj_recovery.c (prepare, recovery scan, overlay
+ * device) and the tests: the persistent commit tag of a descriptor, the
+ * recovery scan, and test-only hooks.
+ *
+ * The commit tag (struct ubj_bufdesc.ptag) is the one word of a
+ * descriptor that recovery trusts:
+ *     ptag = txid << 8 | UBJ_PTAG_FROZEN [| UBJ_PTAG_META]
+ * stored with one atomic 8-byte store (ubj_nvm_store64) when commit
+ * `txid` freezes the buffer, and set back to 0 (persisted) before the
+ * buffer leaves the frozen states.  A tag is *committed* when its txid is
+ * at most the region's commit record.  docs/UBJ.md gives the argument.
+ */
+#ifndef UBJ_TXN_UBJ_H
+#define UBJ_TXN_UBJ_H
+
+#include <stdint.h>
+#include "cache/cache.h"
+#include "txn/mode.h"
+#include "ubjfs/nvm.h"
+
+#define UBJ_PTAG_FROZEN 0x1u
+#define UBJ_PTAG_META   0x2u
+#define UBJ_PTAG_KNOWN  (UBJ_PTAG_FROZEN | UBJ_PTAG_META)
+#define UBJ_PTAG_SHIFT  8u
+
+/* ubj_ptag -- the tag of a buffer frozen by commit txid. */
+static inline uint64_t ubj_ptag(uint64_t txid, uint32_t kind)
+{
+    return txid << UBJ_PTAG_SHIFT | UBJ_PTAG_FROZEN |
+           (kind == UBJ_KIND_META ? UBJ_PTAG_META : 0u);
+}
+
+/* ubj_ptag_txid -- the transaction id of a tag. */
+static inline uint64_t ubj_ptag_txid(uint64_t tag)
+{
+    return tag >> UBJ_PTAG_SHIFT;
+}
+
+/*
+ * The result of a recovery scan: `keep` lists, for every block, the
+ * descriptor of its newest committed version; `drop` lists every other
+ * descriptor whose tag is not 0 (uncommitted, superseded, or left over),
+ * whose tag recovery must clear before the buffer is reused.
+ */
+struct ubj_scan {
+    uint32_t *keep, nkeep;
+    uint32_t *drop, ndrop;
+};
+
+/*
+ * ubj_recovery_scan -- apply the recovery rules to the descriptor array
+ * (read only): a tag is committed if FROZEN with 0 < txid <= committed;
+ * among a block's committed versions the highest txid wins.  Returns 0
+ * and *out (free with ubj_scan_free); -EUCLEAN (a committed descriptor
+ * names a block >= dev_nblocks, carries unknown tag bits, or two share a
+ * block and a txid: a corrupt region); -ENOMEM.
+ */
+int ubj_recovery_scan(const struct ubj_bufdesc *desc, uint32_t nbufs,
+                      uint64_t committed, uint64_t dev_nblocks,
+                      struct ubj_scan *out);
+void ubj_scan_free(struct ubj_scan *s);
+
+/* What the mode's prepare() hands to its mount (t->arg). */
+struct ubj_prep {
+    struct ubj_nvm *r;       /* the attached region, owned */
+    int rdonly;              /* UBJ_MOUNT_RDONLY: never checkpoint */
+};
+
+/* The mode's prepare/release (ubj_recovery.c): attach the region named by
+ * the mount config and hand its arrays to the cache. */
+int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
+                     uint64_t dev_nblocks, struct ubj_cache_config *cc,
+                     void **arg);
+void ubj_mode_release(void *arg);
+
+/* ---- test-only hooks (ubj.c) ------------------------------------------ */
+
+/* Deliberately broken variants, for tests that must catch them. */
+enum ubj_break {
+    UBJ_BREAK_NONE = 0,
+    UBJ_BREAK_DATA_FLUSH = 1,     /* commit does not flush the data lines */
+    UBJ_BREAK_COMMIT_PERSIST = 2, /* commit stores the record, never persists it */
+    UBJ_BREAK_EARLY_FREE = 3,     /* superseded versions freed before the record */
+    UBJ_BREAK_CKPT_FLUSH = 4,     /* checkpoint: no device flush before CLEAN */
+};
+/* ubj_ubj_test_break -- select a broken variant (process-wide; also set
+ * at first use from the environment variable UBJ_TEST_BREAK). */
+void ubj_ubj_test_break(enum ubj_break which);
+
+/* ubj_ubj_test_on_commit -- call cb(ctx, txid) after each commit record
+ * is persisted (NULL: none).  Process-wide. */
+void ubj_ubj_test_on_commit(void (*cb)(void *ctx, uint64_t txid), void *ctx);
+
+/* ubj_ubj_test_limits -- override the running-transaction limit (dirty
+ * buffers before a commit at a handle boundary) and the frozen limit
+ * (before a checkpoint) as fractions in 1/1000 of the cache; 0 = default
+ * (250 and 500).  Process-wide, read at mount. */
+void ubj_ubj_test_limits(unsigned dirty_permille, unsigned frozen_permille);
+
+#endif /* UBJ_TXN_UBJ_H */

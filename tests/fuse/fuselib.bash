@@ -1,0 +1,188 @@
+# fuselib.bash -- sourced by tests/fuse/*.sh (not a test itself: CTest runs
+# *.sh only).  Skips (exit 77, with the reason on stdout) when /dev/fuse is
+# unusable, a mount cannot be made here, or a program is missing; mounts
+# and unmounts images through `ubjfs mount`; always cleans up (every mount
+# it made is detached and every daemon it started is gone at exit).
+#
+#   fl_init                 probe FUSE, make $T (a scratch directory)
+#   fl_need PROG...         skip unless every PROG is installed
+#   fl_modes                the consistency modes to run real programs in
+#   fl_crash_modes          the built modes that promise crash consistency
+#   fl_mkfs IMG SIZE MODE   make an image
+#   fl_mount IMG MNT MODE [ubjfs mount options...]
+#   fl_umount MNT           fusermount3 -u; wait for the daemon to exit 0
+#   fl_kill9 MNT            kill -9 the daemon, detach the dead mount
+#   fl_fsck IMG             fsck -n must say clean (exit 0)
+set -euo pipefail
+
+: "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
+UBJ=$UBJ_TOOL
+FL_MOUNTS=()
+declare -A FL_PID=()
+
+# fl_skip -- skip the test with a reason
+fl_skip() {
+  echo "SKIP: $*"
+  exit 77
+}
+
+# fl_need -- skip unless every program is installed
+fl_need() {
+  local p
+  for p in "$@"; do
+    command -v "$p" >/dev/null 2>&1 || fl_skip "$p is not installed (scripts/install-deps)"
+  done
+}
+
+# fl_cleanup -- detach every mount we made, kill leftover daemons, rm $T
+fl_cleanup() {
+  local m
+  for m in "${FL_MOUNTS[@]}"; do
+    if mountpoint -q "$m" 2>/dev/null; then
+      fusermount3 -u "$m" 2>/dev/null || fusermount3 -u -z "$m" 2>/dev/null || true
+    fi
+    local pid=${FL_PID[$m]:-}
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      sleep 1
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+  done
+  if [ -n "${T:-}" ] && [ -d "$T" ]; then
+    rm -rf "$T"
+  fi
+  if [ -n "${FL_NVMDIR:-}" ] && [ -d "$FL_NVMDIR" ]; then
+    rm -rf "$FL_NVMDIR"
+  fi
+}
+
+# fl_init -- probe that FUSE mounts work here; make $T
+fl_init() {
+  [ -e /dev/fuse ] || fl_skip "/dev/fuse does not exist (no FUSE in this kernel or container)"
+  { [ -r /dev/fuse ] && [ -w /dev/fuse ]; } || fl_skip "/dev/fuse is not usable by uid $(id -u)"
+  fl_need fusermount3 mountpoint
+  [ -x "$UBJ" ] || { echo "FAIL: $UBJ is not built"; exit 1; }
+  T=$(mktemp -d "${TMPDIR:-/tmp}/ubjfs-fuse.XXXXXX")
+  trap fl_cleanup EXIT
+  FL_NVMDIR=$T
+  if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    FL_NVMDIR=$(mktemp -d /dev/shm/ubjfs-fuse.XXXXXX)
+  fi
+  "$UBJ" mkfs -q -s 8M "$T/probe.img"
+  mkdir "$T/probe"
+  local out
+  if ! out=$("$UBJ" mount "$T/probe.img" "$T/probe" 2>&1); then
+    fl_skip "cannot mount through FUSE here: $out"
+  fi
+  fusermount3 -u "$T/probe"
+  rm -rf "$T/probe" "$T/probe.img"
+}
+
+# fl_mode_built -- is consistency mode $1 built? (mkfs refuses unknown ones)
+fl_mode_built() {
+  local img=$T/modeprobe.img rc=0
+  "$UBJ" mkfs -q -f -m "$1" -s 2M "$img" >/dev/null 2>&1 || rc=$?
+  rm -f "$img"
+  [ "$rc" = 0 ]
+}
+
+# fl_modes -- $UBJ_FUSE_MODES, else the built ones of `ubj ordered`
+# (issue 5 asks for both), else `none` while neither is built yet
+fl_modes() {
+  if [ -n "${UBJ_FUSE_MODES:-}" ]; then
+    echo "$UBJ_FUSE_MODES"
+    return
+  fi
+  local m out=""
+  for m in ubj ordered; do
+    if fl_mode_built "$m"; then out="$out $m"; fi
+  done
+  echo "${out:- none}"
+}
+
+# fl_crash_modes -- $UBJ_FUSE_CRASH_MODES, else the built modes of
+# `ubj ordered journal`
+fl_crash_modes() {
+  if [ -n "${UBJ_FUSE_CRASH_MODES:-}" ]; then
+    echo "$UBJ_FUSE_CRASH_MODES"
+    return
+  fi
+  local m out=""
+  for m in ubj ordered journal; do
+    if fl_mode_built "$m"; then out="$out $m"; fi
+  done
+  echo "$out"
+}
+
+# fl_nvm IMG -- the NVM region file of IMG (mode ubj): under /dev/shm
+# (tmpfs: survives the daemon's crash, as the brief's emulation) when
+# there is one, else beside the image
+fl_nvm() {
+  echo "$FL_NVMDIR/$(basename "$1").nvm"
+}
+
+# fl_mkfs IMG SIZE MODE -- make an image (and, for ubj, its region)
+fl_mkfs() {
+  local extra=()
+  if [ "$3" = ubj ]; then extra+=(--nvm "$(fl_nvm "$1")"); fi
+  "$UBJ" mkfs -q -f -s "$2" -m "$3" "${extra[@]}" "$1"
+}
+
+# fl_mount IMG MNT MODE [OPTIONS...] -- mount; the daemon's pid is kept
+fl_mount() {
+  local img=$1 mnt=$2 mode=$3
+  shift 3
+  mkdir -p "$mnt"
+  local extra=()
+  if [ "$mode" = ubj ]; then extra+=(--nvm "$(fl_nvm "$img")"); fi
+  "$UBJ" mount -m "$mode" "${extra[@]}" --pid-file "$T/pid.$$" "$@" "$img" "$mnt"
+  FL_MOUNTS+=("$mnt")
+  FL_PID[$mnt]=$(cat "$T/pid.$$")
+  mountpoint -q "$mnt" || { echo "FAIL: $mnt is not a mount point after ubjfs mount"; exit 1; }
+}
+
+# fl_wait_gone PID SECONDS -- wait for a process to exit; 0 if it did
+fl_wait_gone() {
+  local pid=$1 i
+  for ((i = 0; i < $2 * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# fl_umount MNT -- unmount cleanly: the daemon commits and exits
+fl_umount() {
+  local mnt=$1 pid=${FL_PID[$1]:-}
+  fusermount3 -u "$mnt"
+  if [ -n "$pid" ] && ! fl_wait_gone "$pid" 120; then
+    echo "FAIL: the daemon of $mnt (pid $pid) did not exit after fusermount3 -u"
+    exit 1
+  fi
+  unset "FL_PID[$mnt]"
+}
+
+# fl_kill9 MNT -- crash the daemon; detach the dead mount
+fl_kill9() {
+  local mnt=$1 pid=${FL_PID[$1]}
+  kill -9 "$pid"
+  fl_wait_gone "$pid" 30 || { echo "FAIL: pid $pid survived kill -9"; exit 1; }
+  fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+  unset "FL_PID[$mnt]"
+}
+
+# fl_fsck IMG -- the image must check clean
+fl_fsck() {
+  local out rc=0
+  out=$("$UBJ" fsck -n "$1" 2>&1) || rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "FAIL: fsck -n $1 exited $rc:"
+    echo "$out"
+    exit 1
+  fi
+}
+
+# fl_fail MESSAGE -- fail the test
+fl_fail() {
+  echo "FAIL: $*"
+  exit 1
+}

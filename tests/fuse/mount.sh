@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# mount.sh -- `ubjfs mount` as a command: usage errors (exit 2, nothing
+# mounted), mount errors reported before detaching (exit 1, no daemon
+# left), a second mount of the same image refused, fusermount3 -u /
+# SIGTERM / SIGINT unmount cleanly (daemon exits 0, fsck clean, data kept),
+# read-only mounts, and the help text.
+. "$(dirname "$0")/fuselib.bash"
+fl_init
+
+img=$T/disk.img
+mnt=$T/mnt
+mkdir -p "$mnt"
+"$UBJ" mkfs -q -s 64M "$img"
+
+# expect CODE CMD... -- run CMD, its exit status must be CODE
+expect() {
+  local want=$1 rc=0
+  shift
+  "$@" >"$T/out" 2>&1 || rc=$?
+  [ "$rc" = "$want" ] || fl_fail "'$*' exited $rc, want $want: $(cat "$T/out")"
+  if mountpoint -q "$mnt"; then fl_fail "'$*' left $mnt mounted"; fi
+}
+
+# usage errors
+expect 0 "$UBJ" mount --help
+grep -q "Usage: ubjfs mount" "$T/out" || fl_fail "no usage text"
+expect 2 "$UBJ" mount
+expect 2 "$UBJ" mount "$img"
+expect 2 "$UBJ" mount "$img" "$mnt" extra
+expect 2 "$UBJ" mount --bogus "$img" "$mnt"
+expect 2 "$UBJ" mount -m nosuchmode "$img" "$mnt"
+grep -q "unknown mode" "$T/out" || fl_fail "no unknown-mode message: $(cat "$T/out")"
+expect 2 "$UBJ" mount -c 1K "$img" "$mnt"
+expect 2 "$UBJ" mount -i 0 "$img" "$mnt"
+expect 2 "$UBJ" mount -o attr_timeout=x "$img" "$mnt"
+expect 2 "$UBJ" mount -o max_threads=0 "$img" "$mnt"
+
+# mount errors: reported by the command itself, nothing left behind
+expect 1 "$UBJ" mount "$T/missing.img" "$mnt"
+expect 1 "$UBJ" mount "$img" "$T/nodir"
+: >"$T/file"
+expect 1 "$UBJ" mount "$img" "$T/file"
+head -c 4M /dev/urandom >"$T/junk.img"
+expect 1 "$UBJ" mount "$T/junk.img" "$mnt"
+grep -q "cannot mount" "$T/out" || fl_fail "junk image: $(cat "$T/out")"
+expect 1 "$UBJ" mount -o no_such_fuse_option "$img" "$mnt"
+pgrep -f "ubjfs mount.*$T" >/dev/null && fl_fail "a daemon survived a failed mount"
+
+# a normal mount, then every kind of second opener is refused
+fl_mount "$img" "$mnt" none
+mount | grep -q "on $mnt type fuse.ubjfs" || fl_fail "not in the mount table"
+mkdir -p "$T/mnt2"
+rc=0
+"$UBJ" mount "$img" "$T/mnt2" >"$T/out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fl_fail "second mount exited $rc"
+grep -q "in use" "$T/out" || fl_fail "second mount: $(cat "$T/out")"
+mountpoint -q "$T/mnt2" && fl_fail "second mount mounted"
+rc=0; "$UBJ" fsck -n "$img" >/dev/null 2>&1 || rc=$?
+[ "$rc" = 8 ] || fl_fail "fsck of a mounted image exited $rc"
+rc=0; "$UBJ" mkfs -q -f "$img" >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || fl_fail "mkfs of a mounted image exited $rc"
+
+# some content, then a clean unmount
+mkdir "$mnt/dir"
+seq 1 100000 >"$mnt/dir/numbers"
+ln -s dir/numbers "$mnt/link"
+sum=$(md5sum <"$mnt/dir/numbers")
+fl_umount "$mnt"
+fl_fsck "$img"
+
+# SIGTERM to the daemon: clean unmount, data kept
+fl_mount "$img" "$mnt" none
+[ "$(md5sum <"$mnt/link")" = "$sum" ] || fl_fail "content changed across remount"
+echo more >"$mnt/more"
+pid=${FL_PID[$mnt]}
+kill -TERM "$pid"
+fl_wait_gone "$pid" 60 || fl_fail "daemon ignored SIGTERM"
+for _ in $(seq 50); do mountpoint -q "$mnt" || break; sleep 0.1; done
+mountpoint -q "$mnt" && fl_fail "SIGTERM left the mount"
+fl_fsck "$img"
+[ "$("$UBJ" cat "$img:/more")" = more ] || fl_fail "file written before SIGTERM lost"
+
+# foreground: SIGINT ends it with exit status 0
+"$UBJ" mount -f "$img" "$mnt" 2>"$T/fg.err" &
+fg=$!
+for _ in $(seq 100); do mountpoint -q "$mnt" && break; sleep 0.1; done
+mountpoint -q "$mnt" || fl_fail "foreground mount did not appear: $(cat "$T/fg.err")"
+FL_MOUNTS+=("$mnt")
+FL_PID[$mnt]=$fg
+rm "$mnt/more"
+kill -INT "$fg"
+fl_wait_gone "$fg" 60 || fl_fail "foreground daemon ignored SIGINT"
+rc=0; wait "$fg" || rc=$?
+[ "$rc" = 0 ] || fl_fail "foreground daemon exited $rc after SIGINT: $(cat "$T/fg.err")"
+fl_fsck "$img"
+
+# read-only: reads work, writes fail with EROFS, the image is not changed
+before=$(md5sum <"$img")
+fl_mount "$img" "$mnt" none -r
+[ "$(md5sum <"$mnt/dir/numbers")" = "$sum" ] || fl_fail "read-only read"
+if touch "$mnt/new" 2>"$T/out"; then fl_fail "wrote to a read-only mount"; fi
+grep -q "Read-only file system" "$T/out" || fl_fail "read-only error: $(cat "$T/out")"
+fl_umount "$mnt"
+[ "$(md5sum <"$img")" = "$before" ] || fl_fail "a read-only mount changed the image"
+# mode ubj: a region in use by one mount is refused to a second image
+if fl_mode_built ubj; then
+  fl_mkfs "$T/a.img" 32M ubj
+  fl_mkfs "$T/b.img" 32M ubj
+  fl_mount "$T/a.img" "$mnt" ubj
+  mkdir -p "$T/mnt2"
+  rc=0
+  "$UBJ" mount --nvm "$(fl_nvm "$T/a.img")" "$T/b.img" "$T/mnt2" >"$T/out" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || fl_fail "a second mount of a region in use exited $rc: $(cat "$T/out")"
+  mountpoint -q "$T/mnt2" && fl_fail "a region was mounted twice"
+  echo data >"$mnt/f"
+  fl_umount "$mnt"
+  "$UBJ" fsck -n --nvm "$(fl_nvm "$T/a.img")" "$T/a.img" >/dev/null || fl_fail "ubj pair not clean"
+  fl_fsck "$T/a.img"
+fi
+echo "mount.sh: ok"

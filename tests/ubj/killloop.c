@@ -1,0 +1,310 @@
+/*
+ * tests/ubj/killloop.c -- kill -9 of a process writing through the
+ * library in mode ubj, hundreds of times (issue 3, item 6a).
+ *
+ * The image is a file and the region a file under /dev/shm, so both
+ * survive the writer's death as a process crash leaves them.  Each run
+ * forks a writer that mounts the pair (recovering what the last run
+ * left), then loops: appends to four files whose bytes are a function of
+ * (file, offset), fsyncs and acknowledges each fsync'd size to the parent
+ * through a pipe; writes a new version of a file and renames it over
+ * /cur, fsync, and acknowledges the version; creates and unlinks churn
+ * files.  The timer commits every few milliseconds too.  The parent kills
+ * it with SIGKILL after a random delay, then:
+ *   1. ubj_check through the overlay of (image, region) is clean;
+ *   2. every other run (so that the next writer's mount does the recovery
+ *      and may itself be killed in it), the parent mounts the pair:
+ *      every acknowledged size and version is there, every file's bytes
+ *      are the ones written (nothing torn, nothing foreign), and after the
+ *      unmount (checkpoint) ubj_check of the image alone is clean.
+ * UBJ_KILL_RUNS sets the number of runs (default 300; a few hundred run in
+ * well under two minutes), UBJ_KILL_SEED the random delays.
+ */
+#include "ubjtest.h"
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define KL_BLOCKS 8192u          /* 32 MiB image */
+#define KL_BUFS 128u
+#define KL_FILES 4
+#define KL_MAXSIZE (1536u * 1024u)
+
+enum { KL_ACK_SIZE = 1, KL_ACK_VERSION = 2, KL_ERROR = 3 };
+struct kl_rec {
+    uint32_t type, idx;
+    uint64_t val;
+};
+
+struct kl {
+    char image[256], region[256];
+    uint64_t acked[KL_FILES];
+    uint64_t acked_version;
+    unsigned runs, verified, killed_in_mount;
+    uint64_t acks;
+};
+
+/* kl_send -- one record to the parent (atomic: < PIPE_BUF). */
+static void kl_send(int fd, uint32_t type, uint32_t idx, uint64_t val)
+{
+    struct kl_rec r = { type, idx, val };
+    if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
+        _exit(3);
+}
+
+/* kl_child_fail -- report an error and wait to be killed. */
+static void kl_child_fail(int fd, int rc, int where)
+{
+    kl_send(fd, KL_ERROR, (uint32_t)where, (uint64_t)(int64_t)rc);
+    for (;;)
+        pause();
+}
+
+/* kl_fname -- the name of file i. */
+static void kl_fname(char *buf, size_t len, int i)
+{
+    snprintf(buf, len, "/a%d", i);
+}
+
+/* kl_version_of -- the version stored in /cur's first 8 bytes (0: none). */
+static uint64_t kl_version_of(struct ubj_fs *fs, const char *path)
+{
+    uint64_t v = 0;
+    if (tpath_read(fs, path, &v, sizeof v, 0) != (ssize_t)sizeof v)
+        return 0;
+    return v;
+}
+
+/* kl_write_version -- a whole file of version v: 8 bytes v, then the
+ * pattern of seed 1000 + v, 3000 + v % 5000 bytes in all. */
+static int kl_write_version(struct ubj_fs *fs, const char *path, uint64_t v)
+{
+    size_t len = 3000 + v % 5000;
+    uint8_t *buf = malloc(len);
+    tpattern_fill(buf, len, 1000 + v, 0);
+    memcpy(buf, &v, sizeof v);
+    int rc = tpath_put(fs, path, buf, len);
+    free(buf);
+    return rc;
+}
+
+/* kl_child -- the writer: mount, then write and acknowledge until killed. */
+static void kl_child(const struct kl *k, int fd, uint64_t seed)
+{
+    struct ubj_bdev *dev;
+    struct ubj_fs *fs;
+    int rc = ubj_bdev_file_open(k->image, UBJ_BDEV_EXCL, 0, &dev);
+    if (rc < 0)
+        kl_child_fail(fd, rc, 1);
+    struct ubj_config cfg = { .mode = UBJ_MODE_UBJ, .commit_interval_ms = 3,
+                              .nvm_path = k->region };
+    rc = ubj_mount(dev, &cfg, &fs);
+    if (rc < 0)
+        kl_child_fail(fd, rc, 2);
+    struct tprng r;
+    tprng_seed(&r, seed);
+    uint64_t size[KL_FILES], version = kl_version_of(fs, "/cur");
+    ubj_ino_t ino[KL_FILES];
+    for (int i = 0; i < KL_FILES; i++) {
+        char name[16];
+        kl_fname(name, sizeof name, i);
+        struct ubj_stat st;
+        if (tpath_stat(fs, name, &st) < 0 && tpath_create(fs, name, 0644, &st) < 0)
+            kl_child_fail(fd, -EIO, 3);
+        ino[i] = st.ino;
+        size[i] = st.size;
+    }
+    uint8_t *buf = malloc(16384);
+    for (uint64_t n = 0;; n++) {
+        int i = (int)tprng_below(&r, KL_FILES);
+        uint64_t len = 1 + tprng_below(&r, 12000);
+        uint64_t off = size[i] < KL_MAXSIZE ? size[i] : tprng_below(&r, size[i] - len);
+        tpattern_fill(buf, len, (uint64_t)i, off);
+        if (ubj_pwrite(fs, ino[i], buf, len, (off_t)off) != (ssize_t)len)
+            kl_child_fail(fd, -EIO, 4);
+        if (off + len > size[i])
+            size[i] = off + len;
+        if (tprng_below(&r, 2) == 0) {
+            if ((rc = ubj_fsync(fs, ino[i], (int)(n & 1))) < 0)
+                kl_child_fail(fd, rc, 5);
+            kl_send(fd, KL_ACK_SIZE, (uint32_t)i, size[i]);
+        }
+        if (n % 7 == 3) {                 /* replace /cur atomically */
+            version++;
+            if ((rc = kl_write_version(fs, "/new", version)) < 0 ||
+                (rc = ubj_fsync(fs, tpath_ino(fs, "/new"), 0)) < 0 ||
+                (rc = tpath_rename(fs, "/new", "/cur", 0)) < 0 ||
+                (rc = ubj_fsync(fs, UBJ_ROOT_INO, 0)) < 0)
+                kl_child_fail(fd, rc, 6);
+            kl_send(fd, KL_ACK_VERSION, 0, version);
+        }
+        if (n % 5 == 1) {                 /* churn: freed blocks, reused */
+            char name[32];
+            snprintf(name, sizeof name, "/c%llu", (unsigned long long)(n % 9));
+            (void)tpath_unlink(fs, name);
+            if (kl_write_version(fs, name, n) < 0)
+                kl_child_fail(fd, -EIO, 7);
+        }
+    }
+}
+
+/* kl_drain -- read every record the dead writer sent. */
+static void kl_drain(struct kl *k, int fd)
+{
+    struct kl_rec r;
+    ssize_t n;
+    while ((n = read(fd, &r, sizeof r)) == (ssize_t)sizeof r) {
+        if (r.type == KL_ERROR)
+            fail_msg("writer failed at step %u: %lld", r.idx, (long long)r.val);
+        k->acks++;
+        if (r.type == KL_ACK_SIZE && r.val > k->acked[r.idx])
+            k->acked[r.idx] = r.val;
+        if (r.type == KL_ACK_VERSION && r.val > k->acked_version)
+            k->acked_version = r.val;
+    }
+    assert_int_equal(n, 0);
+}
+
+/* kl_check_file -- the bytes of path are pattern `seed` (after `skip`
+ * bytes that hold a version); returns the size, or fails the test. */
+static uint64_t kl_check_file(struct ubj_fs *fs, const char *path, uint64_t seed,
+                              size_t skip)
+{
+    struct ubj_stat st;
+    assert_ok(tpath_stat(fs, path, &st));
+    uint8_t *buf = malloc(st.size + 1);
+    assert_rc(tpath_read(fs, path, buf, st.size, 0), st.size);
+    if (st.size > skip) {
+        size_t bad = tpattern_check(buf + skip, st.size - skip, seed, skip);
+        if (bad != st.size - skip)
+            fail_msg("%s: byte %zu of %llu is not what was written", path,
+                     bad + skip, (unsigned long long)st.size);
+    }
+    free(buf);
+    return st.size;
+}
+
+/* kl_verify -- mount the pair: every acknowledgement holds; unmount and
+ * check the image alone. */
+static void kl_verify(struct kl *k)
+{
+    struct ubj_bdev *dev;
+    struct ubj_fs *fs;
+    assert_ok(ubj_bdev_file_open(k->image, UBJ_BDEV_EXCL, 0, &dev));
+    assert_ok(ut_mount(dev, k->region, 0, 0, 0, &fs));
+    for (int i = 0; i < KL_FILES; i++) {
+        char name[16];
+        kl_fname(name, sizeof name, i);
+        if (k->acked[i] == 0 && tpath_ino(fs, name) == 0)
+            continue;
+        uint64_t size = kl_check_file(fs, name, (uint64_t)i, 0);
+        if (size < k->acked[i])
+            fail_msg("%s: %llu bytes, but %llu were acknowledged", name,
+                     (unsigned long long)size, (unsigned long long)k->acked[i]);
+    }
+    uint64_t v = kl_version_of(fs, "/cur");
+    if (v < k->acked_version)
+        fail_msg("/cur: version %llu, but %llu was acknowledged",
+                 (unsigned long long)v, (unsigned long long)k->acked_version);
+    if (v > 0)
+        assert_int_equal(kl_check_file(fs, "/cur", 1000 + v, 8), 3000 + v % 5000);
+    for (int c = 0; c < 9; c++) {           /* churn files: whole or absent */
+        char name[32];
+        snprintf(name, sizeof name, "/c%d", c);
+        uint64_t cv = kl_version_of(fs, name);
+        if (tpath_ino(fs, name) != 0 && cv != 0)
+            assert_int_equal(kl_check_file(fs, name, 1000 + cv, 8), 3000 + cv % 5000);
+    }
+    assert_ok(ubj_unmount(fs));
+    int lines;
+    assert_int_equal(ubj_test_check(dev, 0, &lines), UBJ_CHECK_CLEAN);
+    ubj_bdev_destroy(dev);
+    k->verified++;
+}
+
+/* kl_check_pair -- fsck of the pair as the crash left it. */
+static void kl_check_pair(const struct kl *k)
+{
+    struct ubj_bdev *dev, *ov;
+    assert_ok(ubj_bdev_file_open(k->image, UBJ_BDEV_RDONLY, 0, &dev));
+    assert_ok(ubj_nvm_overlay_create(dev, k->region, &ov));
+    int lines;
+    int r = ubj_test_check(ov, 0, &lines);
+    ubj_bdev_destroy(ov);
+    if (r != UBJ_CHECK_CLEAN)
+        fail_msg("run %u: fsck of the pair: %d", k->runs, r);
+}
+
+/* kl_one -- one run: fork the writer, kill it, check. */
+static void kl_one(struct kl *k, struct tprng *r)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    uint64_t cseed = tprng_next(r);
+    long delay_us = (long)tprng_below(r, 20000);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        kl_child(k, fds[1], cseed);
+        _exit(0);
+    }
+    close(fds[1]);
+    t_sleep_ns(delay_us * 1000);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+        fail_msg("writer exited by itself (status 0x%x)", status);
+    kl_drain(k, fds[0]);
+    close(fds[0]);
+    k->runs++;
+    kl_check_pair(k);
+    if (k->runs % 2 == 0)
+        kl_verify(k);
+}
+
+/* hundreds of kill -9 runs; recover, fsck, check acknowledged data. */
+static void test_kill_loop(void **state)
+{
+    (void)state;
+    struct kl k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.image, sizeof k.image, "%s/ubjt-%d-kill.img", ut_dir(), (int)getpid());
+    ut_region_path(k.region, sizeof k.region, "kill");
+    unlink(k.region);
+    struct ubj_bdev *dev;
+    unlink(k.image);
+    assert_ok(ubj_bdev_file_open(k.image, UBJ_BDEV_CREATE | UBJ_BDEV_RESIZE,
+                                 (uint64_t)KL_BLOCKS * UT_BS, &dev));
+    struct ubj_format_opts fo = { .mode = UBJ_MODE_UBJ, .flags = UBJ_FORMAT_ZEROED };
+    assert_ok(ubj_format(dev, &fo));
+    struct ubj_fs *fs;
+    assert_ok(ut_mount(dev, k.region, KL_BUFS, UBJ_NVM_FORMAT, 0, &fs));
+    assert_ok(ubj_unmount(fs));
+    ubj_bdev_destroy(dev);
+    unsigned runs = (unsigned)tprng_env_seed("UBJ_KILL_RUNS", 300);
+    struct tprng r;
+    tprng_seed(&r, tprng_env_seed("UBJ_KILL_SEED", 99));
+    time_t t0 = time(NULL);
+    for (unsigned i = 0; i < runs; i++)
+        kl_one(&k, &r);
+    kl_verify(&k);
+    fprintf(stderr, "kill loop: %u runs in %ld s, %llu acknowledgements, %u "
+            "verified mounts; acknowledged sizes %llu %llu %llu %llu, version %llu\n",
+            k.runs, (long)(time(NULL) - t0), (unsigned long long)k.acks, k.verified,
+            (unsigned long long)k.acked[0], (unsigned long long)k.acked[1],
+            (unsigned long long)k.acked[2], (unsigned long long)k.acked[3],
+            (unsigned long long)k.acked_version);
+    assert_true(k.acks > runs);               /* the writers did get going */
+    unlink(k.image);
+    unlink(k.region);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kill_loop),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

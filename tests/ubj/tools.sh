@@ -1,0 +1,95 @@
+# tests/ubj/tools.sh -- the tools in mode ubj: `mkfs --mode ubj --nvm
+# REGION` makes the pair; the other tools reach a ubj image through
+# UBJFS_NVM and refuse it, in one line, without; `fsck --nvm REGION IMAGE`
+# checks the pair (and refuses -y, a foreign region, a missing one);
+# mkfs refuses --nvm without --mode ubj; `inspect` names the mode;
+# `bench ubj` runs (tiny sizes: a smoke test, not a measurement).
+# Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
+set -u
+: "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
+[ -x "$UBJ_TOOL" ] || { echo "skip: $UBJ_TOOL is not built"; exit 77; }
+shm=/dev/shm
+[ -w "$shm" ] || shm=${TMPDIR:-/tmp}
+tmp=$(mktemp -d "$shm/ubjfs-ubjtools.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+run() {
+  local want=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  [ "$rc" -eq "$want" ] || fail "$* -> exit $rc, want $want; stderr: $(head -c 600 "$tmp/err")"
+  if grep -q -e 'Sanitizer' -e 'runtime error:' "$tmp/err"; then
+    fail "$*: sanitizer report: $(head -c 400 "$tmp/err")"
+  fi
+  return 0
+}
+# one_line WORDS -- stderr is one line containing WORDS
+one_line() {
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "want one error line, got: $(cat "$tmp/err")"
+  grep -q -- "$1" "$tmp/err" || fail "error line lacks '$1': $(cat "$tmp/err")"
+}
+
+img=$tmp/u.img
+nvm=$tmp/u.nvm
+# --- mkfs --------------------------------------------------------------------
+run 2 "$UBJ_TOOL" mkfs --size 16M --nvm "$nvm" "$img"          # needs --mode ubj
+[ -e "$img" ] && fail "mkfs made an image after a usage error"
+run 2 "$UBJ_TOOL" mkfs --size 16M --mode ubj --nvm-size 1M "$img"  # needs --nvm
+run 0 "$UBJ_TOOL" mkfs --size 16M --mode ubj --nvm "$nvm" --nvm-size 2M "$img"
+grep -q "mode: *ubj" "$tmp/out" || fail "mkfs summary lacks the mode: $(cat "$tmp/out")"
+grep -q "nvm region: *$nvm" "$tmp/out" || fail "mkfs summary lacks the region: $(cat "$tmp/out")"
+[ "$(stat -c %s "$nvm")" -le $((2 * 1024 * 1024)) ] || fail "region larger than --nvm-size"
+UBJFS_NVM=$nvm run 0 "$UBJ_TOOL" inspect "$img"
+grep -q "mode: *ubj" "$tmp/out" || fail "inspect does not name mode ubj: $(head -c 300 "$tmp/out")"
+
+# --- using the pair ----------------------------------------------------------
+printf 'hello ubj\n' >"$tmp/f"
+head -c 300000 /dev/urandom >"$tmp/big"
+run 1 "$UBJ_TOOL" cp "$tmp/f" "$img:/f"                       # no region given
+one_line "NVM region"
+UBJFS_NVM=$nvm run 0 "$UBJ_TOOL" cp "$tmp/f" "$tmp/big" "$img:/"
+UBJFS_NVM=$nvm run 0 "$UBJ_TOOL" cat "$img:/f"
+cmp -s "$tmp/out" "$tmp/f" || fail "cat through the region differs"
+UBJFS_NVM=$nvm run 0 "$UBJ_TOOL" cp "$img:/big" "$tmp/big.out"
+cmp -s "$tmp/big" "$tmp/big.out" || fail "cp out through the region differs"
+UBJFS_NVM=$nvm run 0 "$UBJ_TOOL" ls "$img:/"
+grep -q "big" "$tmp/out" || fail "ls lacks big: $(cat "$tmp/out")"
+# a clean unmount checkpoints: the image alone is complete
+run 0 "$UBJ_TOOL" fsck "$img"
+run 0 "$UBJ_TOOL" fsck --nvm "$nvm" "$img"
+run 0 "$UBJ_TOOL" fsck -v --nvm "$nvm" "$img"
+grep -q "clean" "$tmp/out" || fail "fsck --nvm -v does not say clean: $(cat "$tmp/out")"
+
+# --- refusals ---------------------------------------------------------------
+run 16 "$UBJ_TOOL" fsck -y --nvm "$nvm" "$img"
+run 8 "$UBJ_TOOL" fsck --nvm "$tmp/missing.nvm" "$img"
+grep -q "no region" "$tmp/err" || fail "missing region: $(cat "$tmp/err")"
+other=$tmp/o.img
+run 0 "$UBJ_TOOL" mkfs --size 8M --mode ubj --nvm "$tmp/o.nvm" "$other"
+cp "$nvm" "$tmp/nvm.before"
+run 8 "$UBJ_TOOL" fsck --nvm "$nvm" "$other"
+grep -q "another image" "$tmp/err" || fail "foreign region: $(cat "$tmp/err")"
+UBJFS_NVM=$nvm run 1 "$UBJ_TOOL" ls "$other:/"
+one_line "another image"
+cmp -s "$nvm" "$tmp/nvm.before" || fail "a refused region was changed"
+printf 'not a region' >"$tmp/bad.nvm"
+UBJFS_NVM=$tmp/bad.nvm run 1 "$UBJ_TOOL" ls "$img:/"
+one_line "not a ubjfs NVM region"
+[ "$(cat "$tmp/bad.nvm")" = "not a region" ] || fail "a non-region file was changed"
+# mkfs --nvm over a region that is not a region initialises it
+run 0 "$UBJ_TOOL" mkfs --size 8M --mode ubj --nvm "$tmp/bad.nvm" -f "$other"
+UBJFS_NVM=$tmp/bad.nvm run 0 "$UBJ_TOOL" ls "$other:/"
+
+# --- bench ubj (smoke) ------------------------------------------------------
+run 0 "$UBJ_TOOL" bench ubj -n 200 --mix-ops 300 -s 64M -c 1024 \
+    --recovery-size 16M --nvm-dir "$tmp" --csv
+for k in append_fsync_ubj_median_us append_fsync_none_median_us \
+         recovery_scan_ms_per_gib mix_fsync_ubj_ops_per_s mix_nosync_none_ops_per_s; do
+  grep -q "^$k," "$tmp/out" || fail "bench ubj lacks $k: $(head -c 400 "$tmp/out")"
+done
+ls "$tmp"/ubjfs-bench-* >/dev/null 2>&1 && fail "bench ubj left region files"
+run 2 "$UBJ_TOOL" bench ubj --bogus
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "ok"
