@@ -1,8 +1,9 @@
 /*
  * mkfs.c -- `ubjfs mkfs` / `mkfs.ubjfs`: make an empty file system.
  *
- * Never silently overwrites user data: an existing image whose first block
- * holds a ubjfs superblock or any nonzero byte needs --force, and so does
+ * Never silently overwrites user data: an existing image that holds a
+ * ubjfs superblock or any nonzero byte (anywhere in a regular file; in the
+ * first MiB of a block device) needs --force, and so does
  * --size on an existing non-empty file (its contents are discarded).  The
  * image is locked with flock(LOCK_EX) for the whole run (the lock the
  * other tools take), so a mounted image is refused.  A file mkfs creates
@@ -68,9 +69,9 @@ static void mkfs_usage(void)
            "  -f, --force        overwrite an existing file system or nonzero data\n"
            "  -q, --quiet        print nothing on success\n"
            "      --help         print this help\n\n"
-           "Without --size an existing file keeps its size.  An image whose first\n"
-           "block holds a ubjfs superblock or any nonzero byte is refused unless\n"
-           "--force is given.\n\n"
+           "Without --size an existing file keeps its size.  An image that holds a\n"
+           "ubjfs superblock or any nonzero byte (anywhere in a regular file, in the\n"
+           "first MiB of a block device) is refused unless --force is given.\n\n"
            "Exit status: 0 made, 1 error (reported in one line; a refused image\n"
            "is left untouched), 2 usage error.\n", tools_prog);
 }
@@ -168,26 +169,64 @@ static int mkfs_trial(const struct mkfs_args *a)
     return -1;
 }
 
-/* mkfs_first_block -- classify the first 4 KiB: *nonzero, *ubjfs. */
-static int mkfs_first_block(int fd, bool *nonzero, bool *ubjfs)
+/* mkfs_nonzero -- whether buf[0..n) holds a nonzero byte. */
+static bool mkfs_nonzero(const unsigned char *buf, size_t n)
 {
-    static unsigned char buf[UBJ_BS];
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] != 0)
+            return true;
+    return false;
+}
+
+/* mkfs_read_at -- pread that retries EINTR; bytes read or -errno. */
+static ssize_t mkfs_read_at(int fd, void *buf, size_t len, off_t off)
+{
     ssize_t n;
     do {
-        n = pread(fd, buf, sizeof buf, 0);
+        n = pread(fd, buf, len, off);
     } while (n < 0 && errno == EINTR);
+    return n < 0 ? -errno : n;
+}
+
+/*
+ * mkfs_first_block -- classify what the image holds: *ubjfs when its
+ * first block has the superblock magic; *nonzero when any byte is nonzero
+ * -- the whole file for a regular file (visiting only its data extents
+ * with SEEK_DATA/SEEK_HOLE, so a large sparse file costs little), the
+ * first MiB for a block device.
+ */
+static int mkfs_first_block(int fd, const struct stat *st, bool *nonzero, bool *ubjfs)
+{
+    static unsigned char buf[1u << 20];
+    ssize_t n = mkfs_read_at(fd, buf, UBJ_BS, 0);
     if (n < 0)
-        return -errno;
-    *nonzero = false;
-    for (ssize_t i = 0; i < n; i++)
-        if (buf[i] != 0) {
-            *nonzero = true;
-            break;
-        }
+        return (int)n;
     uint32_t magic = 0;
     if (n >= 4)
         memcpy(&magic, buf, 4);
     *ubjfs = magic == UBJ_MAGIC_SUPER;
+    *nonzero = mkfs_nonzero(buf, (size_t)n);
+    if (*nonzero || !S_ISREG(st->st_mode)) {
+        if (!*nonzero && (n = mkfs_read_at(fd, buf, sizeof buf, 0)) > 0)
+            *nonzero = mkfs_nonzero(buf, (size_t)n);
+        return 0;
+    }
+    off_t pos = 0;
+    while (!*nonzero && pos < st->st_size) {
+        off_t data = lseek(fd, pos, SEEK_DATA);
+        if (data < 0)
+            break;                       /* ENXIO: only a hole remains */
+        off_t hole = lseek(fd, data, SEEK_HOLE);
+        if (hole < 0)
+            hole = st->st_size;
+        for (pos = data; pos < hole && !*nonzero; pos += n) {
+            size_t want = (size_t)(hole - pos) < sizeof buf ? (size_t)(hole - pos) : sizeof buf;
+            n = mkfs_read_at(fd, buf, want, pos);
+            if (n <= 0)
+                return n < 0 ? (int)n : 0;
+            *nonzero = mkfs_nonzero(buf, (size_t)n);
+        }
+    }
     return 0;
 }
 
@@ -196,7 +235,7 @@ static int mkfs_check_existing(const struct mkfs_args *a, int fd,
                                const struct stat *st)
 {
     bool nonzero = false, ubjfs = false;
-    int rc = mkfs_first_block(fd, &nonzero, &ubjfs);
+    int rc = mkfs_first_block(fd, st, &nonzero, &ubjfs);
     if (rc < 0) {
         tools_err("%s: read: %s", a->image, tools_strerror(rc));
         return TOOLS_EXIT_ERR;
@@ -209,8 +248,8 @@ static int mkfs_check_existing(const struct mkfs_args *a, int fd,
         return TOOLS_EXIT_ERR;
     }
     if (nonzero) {
-        tools_err("%s holds data (nonzero bytes in its first block); use "
-                  "--force to overwrite it", a->image);
+        tools_err("%s holds data (nonzero bytes); use --force to overwrite it",
+                  a->image);
         return TOOLS_EXIT_ERR;
     }
     if (S_ISREG(st->st_mode) && a->size != 0 && st->st_size > 0) {

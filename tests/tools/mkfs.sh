@@ -101,6 +101,15 @@ err_has "holds data"
 run 1 "$UBJ_TOOL" mkfs --size 2M "$data"
 [ "$(head -c 18 "$data")" = "precious user data" ] || fail "mkfs --size overwrote user data"
 
+# data past a zero first block (and past a hole) is found too
+late=$tmp/late.bin
+truncate -s 3M "$late"
+printf 'data behind a hole' | dd of="$late" bs=1 seek=$((2 << 20)) conv=notrunc status=none
+sum=$(md5sum < "$late")
+run 1 "$UBJ_TOOL" mkfs "$late"
+err_has "holds data"
+[ "$(md5sum < "$late")" = "$sum" ] || fail "mkfs overwrote data behind a zero first block"
+
 # an existing all-zero file is used as it is; a short one is refused
 zero=$tmp/zero.img
 truncate -s 3M "$zero"
