@@ -325,6 +325,16 @@ int ubj_fsync(struct ubj_fs *fs, ubj_ino_t ino, int datasync);
 /* ubj_sync -- make everything durable (sync(2)).  0 or -EIO. */
 int ubj_sync(struct ubj_fs *fs);
 
+/*
+ * ubj_tick -- do once what the background timer does every
+ * commit_interval_ms: commit the running transaction if it is old enough
+ * and let the mode write back / checkpoint (Linux: the jbd2 commit timer
+ * and the flusher thread).  For mounts with UBJ_MOUNT_NO_TIMER that keep
+ * their own (e.g. virtual) time: the caller decides when a tick is due.
+ * Returns 0, -EINVAL (fs NULL), -EIO.  Takes the mount lock; thread-safe.
+ */
+int ubj_tick(struct ubj_fs *fs);
+
 struct ubj_statfs {
     uint32_t bsize;        /* 4096 */
     uint64_t blocks;       /* data-capable blocks in the image */

@@ -1100,6 +1100,21 @@ int ubj_unmount(struct ubj_fs *fs)
 
 /* ---- sync, statfs, statistics ----------------------------------------- */
 
+/* ubj_tick -- one timer tick, on the caller's schedule. */
+int ubj_tick(struct ubj_fs *fs)
+{
+    struct ubj_handle *h;
+    if (!fs)
+        return ubj_set_error(-EINVAL, "tick: no mount");
+    fs_start(fs, 0, &h);
+    int rc = 0;
+    if (!(fs->flags & UBJ_MOUNT_RDONLY))
+        rc = ubj_txn_tick(&fs->txn);
+    if (rc < 0)
+        rc = ubj_set_error(rc, "tick: %s", strerror(-rc));
+    return fs_stop(fs, h, rc);
+}
+
 /* ubj_sync -- commit and make everything durable. */
 int ubj_sync(struct ubj_fs *fs)
 {

@@ -1,0 +1,170 @@
+/*
+ * bench/harness.h -- the evaluation harness (issue 7): system-level
+ * workloads on the library API, run as closed-loop processes with think
+ * time (Ganger's dissertation, ch. 3) over a device stack of timed models,
+ * and the metrics of each run.  The CLI (`ubjfs bench`, src/tools/) and the
+ * tests (tests/bench/) use only this header.
+ *
+ * Time.  A run happens on the clock of its device models
+ * (include/ubjfs/model.h).  On the VIRTUAL clock the harness is a
+ * discrete-event simulation in ONE thread: each process has a ready time;
+ * the process with the smallest ready time (ties: lowest id) runs its next
+ * operation to completion (the clock moves as the models serve the
+ * operation's requests), then becomes ready again after its think time.
+ * The mount runs with UBJ_MOUNT_NO_TIMER and the harness calls ubj_tick()
+ * (inside ubj_model_async_begin/end, as a background thread would) every
+ * commit interval of virtual time.  Same config, same seed => the same
+ * counters, bit for bit.  On the REAL clock each process is a thread and
+ * the mount keeps its timer thread.
+ *
+ * Files: harness.c (setup, the event loop, metrics), trace.c (record and
+ * open-loop replay), one file per workload (wl_*.c), sqlite_vfs.c.
+ *
+ * Errors are negative errno values; a failing bh_* function also leaves a
+ * one-line message for ubj_errormsg().  Nothing here is thread-safe across
+ * runs sharing a struct; separate runs are independent.
+ */
+#ifndef UBJ_BENCH_HARNESS_H
+#define UBJ_BENCH_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ubjfs/ubjfs.h"
+#include "ubjfs/model.h"
+
+/* Operation kinds counted per run (the op-mix tests check these against
+ * each workload's definition). */
+enum bh_opkind {
+    BH_OP_CREATE, BH_OP_UNLINK, BH_OP_MKDIR, BH_OP_RMDIR, BH_OP_OPEN,
+    BH_OP_READ, BH_OP_WRITE, BH_OP_APPEND, BH_OP_FSYNC, BH_OP_STAT,
+    BH_OP_RENAME, BH_OP_READDIR, BH_OP_OTHER,
+    BH_OP_NR
+};
+
+/* struct bh_params -- the knobs every workload shares.  0 = the workload's
+ * default for each numeric field. */
+struct bh_params {
+    unsigned procs;          /* closed-loop processes */
+    uint64_t ops;            /* transactions to run (all processes together) */
+    uint64_t think_ns;       /* mean think time between a process's
+                                transactions, ns (exponential) */
+    double scale;            /* file-set size multiplier (1.0 = the
+                                original's defaults; 0 = 1.0) */
+    uint64_t seed;           /* random seed (0 = 1) */
+    const char *kv;          /* workload-specific "key=value,..." or NULL */
+};
+
+/* struct bh_config -- one run. */
+struct bh_config {
+    const char *workload;        /* a bh_workloads[] name */
+    const char *mode;            /* "ubj", "ordered", "journal", "writeback", "none" */
+    const char *device;          /* ubj_bdev_open_spec() spec for the image,
+                                    e.g. "ssd:sata" or "hdd:modern7200"
+                                    (leaf: RAM of image_blocks); NULL = "ram" */
+    const char *nvm_profile;     /* mode ubj: "dram", "sttmram", "pcm";
+                                    NULL = "dram" */
+    uint32_t cache_blocks;       /* buffers (4 KiB); 0 = 4096 (16 MiB) */
+    uint64_t image_blocks;       /* 0 = 65536 (256 MiB) */
+    uint32_t commit_interval_ms; /* 0 = 5000 */
+    enum ubj_clock_kind clock;   /* default VIRTUAL */
+    struct bh_params params;
+    const char *trace_out;       /* record the run's operations here, or NULL */
+    const char *trace_in;        /* replay this trace open-loop instead of
+                                    running the workload (arrival times
+                                    from the trace), or NULL */
+    void (*progress)(void *arg, uint64_t done, uint64_t total);
+    void *progress_arg;          /* called now and then; may be NULL */
+};
+
+/* struct bh_result -- what one run measured (the timed phase only: the
+ * file-set setup is not counted).  Field order = the issue's metric order. */
+struct bh_result {
+    char workload[32], mode[16], device[96], nvm_profile[32];
+    uint32_t cache_blocks;
+    unsigned procs;
+    uint64_t ops;                /* transactions completed */
+    uint64_t elapsed_ns;         /* clock time of the timed phase */
+    double ops_per_s;            /* throughput */
+    uint64_t lat_mean_ns, lat_p50_ns, lat_p99_ns, lat_max_ns;
+                                 /* response time of one transaction */
+    uint64_t bytes_data, bytes_metadata, bytes_journal, bytes_checkpoint;
+                                 /* storage bytes written, by category */
+    uint64_t bytes_device;       /* the device's own count (all categories) */
+    uint64_t nvm_bytes;          /* bytes persisted to the NVM region */
+    uint64_t dev_flushes;        /* flush requests to the device */
+    double energy_dev_j;         /* the storage device model's energy */
+    double energy_nvm_j;         /* the NVM model's energy */
+    double hit_ratio;            /* buffer-cache hits / lookups */
+    uint64_t opcount[BH_OP_NR];  /* file-system operations by kind */
+};
+
+struct bh_run;   /* one run in progress (harness.c) */
+
+/* struct bh_proc -- one closed-loop process. */
+struct bh_proc {
+    unsigned id;                 /* 0 .. procs-1 */
+    uint64_t rng;                /* this process's random state */
+    uint64_t ready_ns;           /* virtual clock: when it runs next */
+    uint64_t done;               /* transactions it completed */
+    void *priv;                  /* the workload's per-process state */
+};
+
+/*
+ * struct bh_workload -- one workload.  init builds the initial file set
+ * (untimed); op runs ONE transaction of process p (a Postmark transaction,
+ * a Filebench flowop sequence, an IOzone record, ...) and returns 0, 1
+ * when process p has nothing more to do, or a negative errno (the run
+ * fails with it).  fini frees what init and op allocated.
+ */
+struct bh_workload {
+    const char *name;            /* "postmark" */
+    const char *summary;         /* one line naming the definition's source */
+    unsigned default_procs;
+    uint64_t default_ops;
+    int (*init)(struct bh_run *r);
+    int (*op)(struct bh_run *r, struct bh_proc *p);
+    void (*fini)(struct bh_run *r);
+};
+
+/* The workloads, NULL-terminated (postmark, varmail, fileserver,
+ * webserver, oltp, iozone, ganger, sqlite). */
+extern const struct bh_workload *const bh_workloads[];
+
+/* bh_workload_find -- the workload named `name`, or NULL. */
+const struct bh_workload *bh_workload_find(const char *name);
+
+/*
+ * bh_run -- format a fresh image on cfg->device, mount it in cfg->mode
+ * (mode ubj: a fresh NVM region in a temporary file, removed afterwards),
+ * build the workload's file set, run the timed phase, unmount, and fill
+ * *out.  Returns 0; -EINVAL (unknown workload or mode, bad kv or spec: the
+ * message names it); -ENOSPC (the file set does not fit: the message says
+ * how much it needs); or the file system's error.
+ */
+int bh_run(const struct bh_config *cfg, struct bh_result *out);
+
+/* ---- for workloads (harness.c) ------------------------------------------ */
+
+/* bh_fs -- the run's mounted file system. */
+struct ubj_fs *bh_fs(struct bh_run *r);
+
+/* bh_params_of -- the run's parameters with defaults filled in. */
+const struct bh_params *bh_params_of(struct bh_run *r);
+
+/* bh_state / bh_set_state -- the workload's run-wide private pointer. */
+void *bh_state(struct bh_run *r);
+void bh_set_state(struct bh_run *r, void *st);
+
+/* bh_count -- count one file-system operation of `kind` (workloads call
+ * it for every ubj_* call they make, so the op mix can be checked). */
+void bh_count(struct bh_run *r, enum bh_opkind kind);
+
+/* bh_rand -- the next value of p's random stream (xorshift64*). */
+uint64_t bh_rand(struct bh_proc *p);
+
+/* bh_kv_u64 -- the value of `key` in the run's kv string, or dflt.
+ * -EINVAL (and a message) if the value is not a number. */
+int bh_kv_u64(struct bh_run *r, const char *key, uint64_t dflt, uint64_t *out);
+
+#endif /* UBJ_BENCH_HARNESS_H */
