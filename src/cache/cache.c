@@ -1216,7 +1216,8 @@ static void cache_wait_idle_locked(struct ubj_cache *c, const uint32_t *idx,
 }
 
 /* ubj_cache_write_bufs -- write listed buffers home, states unchanged. */
-int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx, uint32_t n)
+int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
+                         const uint64_t *txid, uint32_t n)
 {
     if (n == 0)
         return 0;
@@ -1227,8 +1228,8 @@ int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx, uint32_t n)
     for (uint32_t k = 0; k < n; k++) {
         struct ubj_buf *b = &c->bufs[idx[k]];
         assert(idx[k] < c->nbufs);
-        if (b->d->state != UBJ_BUF_FROZEN)
-            continue;   /* moved meanwhile: its bytes may change, skip it */
+        if (b->d->state != UBJ_BUF_FROZEN || (txid && b->d->txid != txid[k]))
+            continue;   /* moved meanwhile: not the listed version, skip it */
         b->io_busy = 1;
         c->wb_ents[m++] = (struct cache_wb_ent){ .blkno = b->d->blkno, .idx = idx[k] };
     }

@@ -248,14 +248,20 @@ uint32_t ubj_cache_revoke(struct ubj_cache *c, uint64_t blkno, uint32_t *out,
  * ubj_cache_write_bufs -- write the buffers with indices idx[0..n) home,
  * sorted and coalesced, without sealing them and without changing their
  * state (UBJ checkpoint: the mode makes them CLEAN once the device was
- * flushed).  Only buffers that are FROZEN when the call starts are
- * written (their bytes cannot change while in flight: a checkpoint that
- * would make one CLEAN waits for the write); others are skipped, since a
- * caller without the mount lock may list buffers that moved meanwhile.
- * Counts them in the write-back statistics.  Returns 0 or the first
- * device error (every buffer is still attempted).
+ * flushed).  Only buffers that are FROZEN when the call starts, and, if
+ * txid is not NULL, still carry txid[k] (the committed transaction they
+ * were listed with), are written: their bytes cannot change while in
+ * flight (a checkpoint that would make one CLEAN waits for the write).
+ * Others are skipped, since a caller without the mount lock may list
+ * buffers that moved meanwhile -- and a buffer that was written home,
+ * reused and frozen again may be in the middle of a commit that has not
+ * reached its commit record: writing it home would put an uncommitted
+ * transaction on the device.  Counts the writes in the write-back
+ * statistics.  Returns 0 or the first device error (every buffer is
+ * still attempted).  Thread-safe (takes the write-back and cache locks).
  */
-int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx, uint32_t n);
+int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
+                         const uint64_t *txid, uint32_t n);
 
 /* ubj_cache_invalidate -- drop every unreferenced CLEAN buffer. */
 void ubj_cache_invalidate(struct ubj_cache *c);

@@ -113,6 +113,8 @@ static int ubjm_break_mode = -1;              /* -1: read UBJ_TEST_BREAK */
 static void (*ubjm_commit_cb)(void *, uint64_t);
 static void *ubjm_commit_ctx;
 static unsigned ubjm_lim_dirty, ubjm_lim_frozen;
+static void (*ubjm_point_cb)(void *, enum ubj_test_point);
+static void *ubjm_point_ctx;
 
 /* ubj_ubj_test_break -- select a deliberately broken variant. */
 void ubj_ubj_test_break(enum ubj_break which)
@@ -125,6 +127,20 @@ void ubj_ubj_test_on_commit(void (*cb)(void *ctx, uint64_t txid), void *ctx)
 {
     ubjm_commit_cb = cb;
     ubjm_commit_ctx = ctx;
+}
+
+/* ubj_ubj_test_on_point -- a callback at each test point. */
+void ubj_ubj_test_on_point(void (*cb)(void *ctx, enum ubj_test_point p), void *ctx)
+{
+    ubjm_point_cb = cb;
+    ubjm_point_ctx = ctx;
+}
+
+/* ubjm_point -- run the test callback for point p, if any. */
+static void ubjm_point(enum ubj_test_point p)
+{
+    if (ubjm_point_cb)
+        ubjm_point_cb(ubjm_point_ctx, p);
 }
 
 /* ubj_ubj_test_limits -- override the commit/checkpoint thresholds. */
@@ -376,8 +392,10 @@ static int ubjm_commit_locked(struct ubj_txn *t)
     uint32_t nfrozen, nolds;
     ubjm_trace("commit %llu: %u listed", (unsigned long long)T, s->ntxn);
     int rc = ubjm_commit_phase1(t, T, &nfrozen, &nolds);
-    if (rc == 0)
+    if (rc == 0) {
+        ubjm_point(UBJ_TP_COMMIT_FROZEN);
         rc = ubjm_commit_record(t, T);
+    }
     if (rc < 0)
         return ubjm_fail(s, rc);
     s->committed = T;
@@ -425,9 +443,11 @@ static bool ubjm_ckpt_same(const struct ubj_buf *b, uint64_t txid)
 /* ubjm_ckpt_write -- checkpoint steps C1-C2: write the listed buffers home
  * and flush the device.  Touches neither the region nor the mode's state,
  * so the timer runs it without the mount lock.  0 or the device's error. */
-static int ubjm_ckpt_write(struct ubj_txn *t, const uint32_t *list, uint32_t n)
+static int ubjm_ckpt_write(struct ubj_txn *t, const uint32_t *list,
+                           const uint64_t *txid, uint32_t n)
 {
-    int rc = ubj_cache_write_bufs(t->cache, list, n);
+    const uint64_t *check = ubjm_broken(UBJ_BREAK_CKPT_ANY_FROZEN) ? NULL : txid;
+    int rc = ubj_cache_write_bufs(t->cache, list, check, n);
     if (rc == 0 && !ubjm_broken(UBJ_BREAK_CKPT_FLUSH))
         rc = ubj_bdev_flush(t->dev);
     if (rc < 0)
@@ -494,7 +514,7 @@ static int ubjm_checkpoint_locked(struct ubj_txn *t)
         return rc < 0 ? rc : 0;
     }
     ubjm_trace("checkpoint %u buffers (depth %u)", n, s->depth);
-    int rc = ubjm_ckpt_write(t, s->scratch, n);
+    int rc = ubjm_ckpt_write(t, s->scratch, s->scratch_txid, n);
     return rc < 0 ? rc : ubjm_ckpt_finish(t, s->scratch, s->scratch_txid, n);
 }
 
@@ -524,7 +544,9 @@ static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
     }
     ubjm_trace("checkpoint %u buffers without the mount lock", n);
     pthread_mutex_unlock(t->lock);
-    int rc = ubjm_ckpt_write(t, s->ckpt, n);
+    ubjm_point(UBJ_TP_CKPT_UNLOCKED);
+    int rc = ubjm_ckpt_write(t, s->ckpt, s->ckpt_txid, n);
+    ubjm_point(UBJ_TP_CKPT_WRITTEN);
     pthread_mutex_lock(t->lock);
     if (rc == 0)
         rc = ubjm_ckpt_finish(t, s->ckpt, s->ckpt_txid, n);
@@ -696,8 +718,12 @@ static int ubjm_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h
         if (rc < 0)
             return rc;
         /* an early checkpoint only makes room ahead of need: a device
-         * error here is left to the reclaim that will need the room */
+         * error here is left to the reclaim that will need the room; the
+         * caller does not wait for it, so on a timed device model its
+         * I/O is queued, not waited for (ubjfs/model.h) */
+        ubj_model_async_begin();
         (void)ubjm_maybe_checkpoint(t);
+        ubj_model_async_end();
         s->h.credits = 0;
         s->h.used = 0;
     }

@@ -84,6 +84,8 @@ enum ubj_break {
     UBJ_BREAK_COMMIT_PERSIST = 2, /* commit stores the record, never persists it */
     UBJ_BREAK_EARLY_FREE = 3,     /* superseded versions freed before the record */
     UBJ_BREAK_CKPT_FLUSH = 4,     /* checkpoint: no device flush before CLEAN */
+    UBJ_BREAK_CKPT_ANY_FROZEN = 5,/* checkpoint writes whatever is FROZEN at
+                                     write time, not only the listed versions */
 };
 /* ubj_ubj_test_break -- select a broken variant (process-wide; also set
  * at first use from the environment variable UBJ_TEST_BREAK). */
@@ -92,6 +94,19 @@ void ubj_ubj_test_break(enum ubj_break which);
 /* ubj_ubj_test_on_commit -- call cb(ctx, txid) after each commit record
  * is persisted (NULL: none).  Process-wide. */
 void ubj_ubj_test_on_commit(void (*cb)(void *ctx, uint64_t txid), void *ctx);
+
+/* Points inside the mode where a test may run code (and stop a thread). */
+enum ubj_test_point {
+    UBJ_TP_CKPT_UNLOCKED = 1, /* the timer's checkpoint listed its buffers
+                                 and released the mount lock */
+    UBJ_TP_CKPT_WRITTEN = 2,  /* ... wrote them home and flushed (lock
+                                 still released) */
+    UBJ_TP_COMMIT_FROZEN = 3, /* commit phase 1 is durable, the commit
+                                 record not yet stored (mount lock held) */
+};
+/* ubj_ubj_test_on_point -- call cb(ctx, point) at each test point (NULL:
+ * none).  Process-wide; the callback runs on the thread at the point. */
+void ubj_ubj_test_on_point(void (*cb)(void *ctx, enum ubj_test_point p), void *ctx);
 
 /* ubj_ubj_test_limits -- override the running-transaction limit (dirty
  * buffers before a commit at a handle boundary) and the frozen limit
