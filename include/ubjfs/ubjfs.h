@@ -307,8 +307,11 @@ ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
 /*
  * ubj_pwrite -- write `size` bytes at `off` (POSIX pwrite()); extends the
  * file, leaving holes unallocated.  Clears S_ISUID (and S_ISGID if group
- * executable) like Linux's file_remove_privs().  Returns the bytes written
- * (a short count if the device fills after some bytes); -ENOSPC (nothing
+ * executable) like Linux's file_remove_privs().  A large write runs as
+ * several transactions (one per eighth of the cache, like ext4's
+ * per-page-range handles): a crash in the middle may keep a prefix of it.
+ * Returns the bytes written (a short count if the device fills or fails
+ * after some bytes); -ENOSPC (nothing
  * written); -EFBIG (off at or beyond UBJ_MAX_FILE_SIZE); -EISDIR;
  * -EINVAL; -ENOENT; -EROFS; -EIO.
  */

@@ -318,18 +318,13 @@ static ssize_t file_write_locked(struct ubj_fs *fs, struct ubj_handle *h,
     return (ssize_t)(pos - off);
 }
 
-/* ubj_pwrite -- pwrite(2): allocate, copy, extend; a short count if the
- * device fills after some bytes. */
-ssize_t ubj_pwrite(struct ubj_fs *fs, ubj_ino_t ino, const void *buf,
-                   size_t size, off_t off)
+/* file_pwrite_once -- one handle's worth of pwrite (at most
+ * file_write_chunk bytes); the checks run even for size 0. */
+static ssize_t file_pwrite_once(struct ubj_fs *fs, ubj_ino_t ino, const void *buf,
+                                size_t size, uint64_t o)
 {
     struct ubj_handle *h;
     struct fs_iref r;
-    if (off < 0)
-        return ubj_set_error(-EINVAL, "pwrite: negative offset %lld", (long long)off);
-    if (size > FILE_RW_MAX)
-        size = FILE_RW_MAX;
-    uint64_t o = (uint64_t)off;
     uint64_t nblocks = size ? (o + size - 1) / UBJ_BS - o / UBJ_BS + 1 : 0;
     int rc = fs_start(fs, (uint32_t)file_write_credits(nblocks), &h);
     if (rc < 0)
@@ -351,6 +346,38 @@ ssize_t ubj_pwrite(struct ubj_fs *fs, ubj_ino_t ino, const void *buf,
     }
     fs_iput(fs, &r);
     return fs_stop(fs, h, (int)n);
+}
+
+/* file_write_chunk -- bytes one handle may write: an eighth of the cache
+ * (at least 64 KiB), so that a mode that pins a transaction's buffers
+ * (ubj, journal) can commit between chunks of a large write. */
+static size_t file_write_chunk(struct ubj_fs *fs)
+{
+    size_t c = (size_t)ubj_cache_nbufs(fs->cache) / 8 * UBJ_BS;
+    return c < 65536 ? 65536 : c;
+}
+
+/* ubj_pwrite -- pwrite(2): allocate, copy, extend, one handle per chunk;
+ * a short count only if the device fills (or fails) after some bytes. */
+ssize_t ubj_pwrite(struct ubj_fs *fs, ubj_ino_t ino, const void *buf,
+                   size_t size, off_t off)
+{
+    if (off < 0)
+        return ubj_set_error(-EINVAL, "pwrite: negative offset %lld", (long long)off);
+    if (size > FILE_RW_MAX)
+        size = FILE_RW_MAX;
+    size_t chunk = file_write_chunk(fs), done = 0;
+    do {
+        size_t len = size - done < chunk ? size - done : chunk;
+        ssize_t n = file_pwrite_once(fs, ino, (const uint8_t *)buf + done, len,
+                                     (uint64_t)off + done);
+        if (n < 0)
+            return done > 0 ? (ssize_t)done : n;
+        done += (size_t)n;
+        if ((size_t)n < len)
+            break;
+    } while (done < size);
+    return (ssize_t)done;
 }
 
 /* ---- truncate ------------------------------------------------------------ */

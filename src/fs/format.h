@@ -89,7 +89,15 @@ struct ubj_super {
     uint32_t mount_count;        /* 216 */
     uint32_t hash_seed;          /* 220 seed of the directory name hash */
     char     label[32];          /* 224 NUL-padded */
-    uint8_t  reserved[UBJ_BS - 256]; /* 256 zero */
+    uint64_t nvm_region_id;      /* 256 mode ubj: the NVM region (its random
+                                    id, include/ubjfs/nvm.h) of the current
+                                    or last mount; 0 = none.  With state
+                                    MOUNTED and mount_mode ubj, that
+                                    region holds committed blocks the
+                                    image may lack (docs/UBJ.md) */
+    uint32_t mount_mode;         /* 264 UBJ_FMT_MODE_* of that mount */
+    uint32_t pad0;               /* 268 zero */
+    uint8_t  reserved[UBJ_BS - 272]; /* 272 zero */
 };
 static_assert(sizeof(struct ubj_super) == UBJ_BS, "super");
 

@@ -55,6 +55,7 @@ struct ubj_fs {
     struct ubj_txn txn;
     struct ubj_super sb;           /* in-memory copy; [lock] */
     uint32_t csum_seed;            /* crc32c of the uuid */
+    uint64_t nvm_region_id;        /* mode ubj: the attached region's id, else 0 */
     unsigned flags;                /* UBJ_MOUNT_* */
     uint32_t commit_interval_ms;
     uint64_t balloc_hint;          /* next-fit cursor for blocks */

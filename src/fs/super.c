@@ -32,6 +32,8 @@
 #include <uuid/uuid.h>
 #include "fs/fs.h"
 #include "txn/journal.h"     /* the journal area: format, other modes' mount */
+#include "txn/ubj.h"         /* the region a ubj mount attached (its id) */
+#include "ubjfs/model.h"      /* ubj_model_async_*: the timer's I/O */
 
 #define SUPER_MIN_BLOCKS 256u
 #define SUPER_MAX_BLOCKS (1ULL << 40)
@@ -756,8 +758,13 @@ static void *super_timer_main(void *arg)
         int rc = 0;
         while (!fs->stopping && rc != ETIMEDOUT)
             rc = pthread_cond_timedwait(&fs->timer_cv, &fs->lock, &ts);
-        if (!fs->stopping)
+        if (!fs->stopping) {
+            /* background work: on a timed device model its I/O is queued,
+             * not waited for, so it charges no foreground time */
+            ubj_model_async_begin();
             (void)ubj_txn_tick(&fs->txn);
+            ubj_model_async_end();
+        }
     }
     pthread_mutex_unlock(&fs->lock);
     return NULL;
@@ -900,6 +907,8 @@ static int super_mark_mounted(struct ubj_fs *fs)
         return rc;
     ubj_now(&now);
     fs->sb.state = UBJ_STATE_MOUNTED | (fs->sb.state & UBJ_STATE_ERRORS);
+    fs->sb.mount_mode = (uint32_t)super_mode_by_name(fs->txn.ops->name);
+    fs->sb.nvm_region_id = fs->nvm_region_id;
     fs->sb.mount_count++;
     fs->sb.mount_time = now.tv_sec;
     fs->sb.write_time = now.tv_sec;
@@ -929,6 +938,89 @@ static int super_config_check(struct ubj_bdev *dev, const struct ubj_config *cfg
     return 0;
 }
 
+/* super_unclean_ubj -- the home superblock says: mounted in mode ubj and
+ * not unmounted cleanly, so its region may hold committed blocks the image
+ * lacks. */
+static bool super_unclean_ubj(const struct ubj_super *sb)
+{
+    return (sb->state & UBJ_STATE_MOUNTED) && sb->mount_mode == UBJ_FMT_MODE_UBJ &&
+           sb->nvm_region_id != 0;
+}
+
+/*
+ * super_check_last_mount -- before the mode mounts: refuse what would
+ * silently drop the committed blocks of an unclean ubj mount -- another
+ * mode, or formatting a region that is not the (empty) one it used.
+ */
+static int super_check_last_mount(struct ubj_fs *fs, const struct ubj_config *cfg,
+                                  const char *mode)
+{
+    const struct ubj_super *sb = &fs->sb;
+    if (!super_unclean_ubj(sb))
+        return 0;
+    unsigned long long want = (unsigned long long)sb->nvm_region_id;
+    if (strcmp(mode, UBJ_MODE_UBJ) != 0)
+        return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted "
+                             "cleanly from mode ubj: its last committed changes "
+                             "are in NVM region %016llx; mount it in mode ubj "
+                             "with that region (--nvm), or repair it without "
+                             "them (fsck -y)", want);
+    if (!cfg || !(cfg->nvm_flags & UBJ_NVM_FORMAT) || !cfg->nvm_path)
+        return 0;
+    uint64_t id = 0;
+    int64_t pending = 0;
+    int rc = ubj_region_probe(cfg->nvm_path, &id, &pending);
+    (void)pending;
+    if (rc == 0 && id == sb->nvm_region_id)
+        return 0;   /* its own region: attach refuses it if it holds any */
+    return ubj_set_error(-EUCLEAN, "mount: refusing --format-nvm: the image was "
+                         "not unmounted cleanly and NVM region %016llx may hold "
+                         "its last committed changes; mount with that region, "
+                         "or repair the image without them (fsck -y)", want);
+}
+
+/* super_check_nvm_region -- mode ubj, region attached: an unclean image must
+ * come back with the region it was mounted with (a formatted one is new). */
+static int super_check_nvm_region(struct ubj_fs *fs, const struct ubj_config *cfg)
+{
+    const struct ubj_super *sb = &fs->sb;
+    if (!super_unclean_ubj(sb) || (cfg->nvm_flags & UBJ_NVM_FORMAT) ||
+        fs->nvm_region_id == sb->nvm_region_id)
+        return 0;
+    return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted cleanly "
+                         "from NVM region %016llx, but %s is region %016llx: "
+                         "mount with the region it used, or repair the image "
+                         "without it (fsck -y)",
+                         (unsigned long long)sb->nvm_region_id, cfg->nvm_path,
+                         (unsigned long long)fs->nvm_region_id);
+}
+
+/*
+ * super_mark_home -- mode ubj, before anything commits: write the home
+ * superblock with state MOUNTED, mode ubj and the region's id, and flush.
+ * Commits go to the region only, so without this a crash would leave a
+ * home superblock that says nothing of the region that holds them.
+ */
+static int super_mark_home(struct ubj_fs *fs)
+{
+    struct ubj_super *sb = aligned_alloc(UBJ_BS, UBJ_BS);
+    if (!sb)
+        return ubj_set_error(-ENOMEM, "mount: out of memory");
+    memcpy(sb, &fs->sb, sizeof *sb);     /* the home copy read at mount */
+    sb->state = UBJ_STATE_MOUNTED | (sb->state & UBJ_STATE_ERRORS);
+    sb->mount_mode = UBJ_FMT_MODE_UBJ;
+    sb->nvm_region_id = fs->nvm_region_id;
+    fs_block_seal(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0);
+    int rc = ubj_bdev_write(fs->dev, 0, 1, sb);
+    if (rc == 0)
+        rc = ubj_bdev_flush(fs->dev);
+    free(sb);
+    if (rc < 0)
+        return ubj_set_error(rc, "mount: cannot write the superblock: %s",
+                             strerror(-rc));
+    return 0;
+}
+
 /* super_mount_mode -- create the cache and mount the consistency mode. */
 static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
 {
@@ -951,6 +1043,9 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
                                      (fs->flags & UBJ_MOUNT_RDONLY) != 0);
     if (rc < 0)
         return rc;
+    rc = super_check_last_mount(fs, cfg, ops->name);
+    if (rc < 0)
+        return rc;
     if (ops->prepare)
         rc = ops->prepare(cfg, fs->sb.uuid, fs->dev->nblocks, &cc, &marg);
     else if (cfg && cfg->nvm_path)
@@ -958,6 +1053,14 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
                            "(--nvm is for mode ubj)", ops->name);
     if (rc < 0)
         return rc;
+    if (strcmp(ops->name, UBJ_MODE_UBJ) == 0) {
+        fs->nvm_region_id = ubj_nvm_region_id(((struct ubj_prep *)marg)->r);
+        rc = super_check_nvm_region(fs, cfg);
+        if (rc < 0) {
+            ops->release(marg);
+            return rc;
+        }
+    }
     rc = ubj_cache_create(fs->dev, &cc, &fs->cache);
     if (rc < 0) {
         if (ops->release)
@@ -981,7 +1084,11 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
 /* super_mount_fs -- everything after the mode is mounted (lock held). */
 static int super_mount_fs(struct ubj_fs *fs)
 {
-    int rc = super_reload(fs);
+    int rc = 0;
+    if (fs->nvm_region_id != 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
+        rc = super_mark_home(fs);
+    if (rc == 0)
+        rc = super_reload(fs);
     if (rc == 0)
         rc = fs_alloc_init(fs);
     if (rc == 0)

@@ -75,6 +75,15 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
                      void **arg);
 void ubj_mode_release(void *arg);
 
+/*
+ * ubj_region_probe -- the random id of the region file at `path` and how
+ * many committed blocks it holds that are not home (ubj_nvm_pending),
+ * without changing it.  0; -ENOENT (no file); -EUCLEAN (not a region);
+ * the open's error.  Used by mount to refuse --format-nvm over a region
+ * an unclean image still needs.
+ */
+int ubj_region_probe(const char *path, uint64_t *id, int64_t *pending);
+
 /* ---- test-only hooks (ubj.c) ------------------------------------------ */
 
 /* Deliberately broken variants, for tests that must catch them. */

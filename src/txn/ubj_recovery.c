@@ -242,6 +242,19 @@ int ubj_nvm_attach(const char *path, uint64_t size, uint32_t nbufs,
     return rc;
 }
 
+/* ubj_region_probe -- id and pending committed blocks of a region file. */
+int ubj_region_probe(const char *path, uint64_t *id, int64_t *pending)
+{
+    struct ubj_nvm *r;
+    int rc = ubj_nvm_open(path, UBJ_NVM_OPEN_RDONLY, &r);
+    if (rc < 0)
+        return rc;
+    *id = ubj_nvm_region_id(r);
+    *pending = ubj_nvm_pending(r, UINT64_MAX);
+    ubj_nvm_close(r);
+    return 0;
+}
+
 /* ---- the mode's prepare / release ---------------------------------------- */
 
 /* ubj_mode_prepare -- attach the mount's region; the cache lives in it. */

@@ -460,6 +460,64 @@ static void test_cost_model(void **state)
     unlink(p);
 }
 
+/* an image left mounted by mode ubj names its region: another mode, a new
+ * region or another region of the same image is refused (they would serve
+ * the image without its last commits); its own region recovers them */
+static void test_unclean_names_region(void **state)
+{
+    (void)state;
+    char p[256], q[256], other[256];
+    ut_region_path(p, sizeof p, "unclean");
+    ut_region_path(q, sizeof q, "unclean-copy");
+    ut_region_path(other, sizeof other, "unclean-other");
+    struct ubj_bdev *dev;
+    struct ubj_fs *fs;
+    ut_new_fs(2048, p, 64, &dev, &fs);
+    uint8_t uuid[16];
+    assert_ok(timg_uuid(dev, uuid));
+    struct ubj_nvm *r;          /* a valid region of this image, not the one used */
+    unlink(other);
+    assert_ok(ubj_nvm_attach(other, 0, 64, uuid, UBJ_NVMA_FORMAT, &r));
+    ubj_nvm_close(r);
+    assert_ok(tpath_put(fs, "/kept", "committed", 9));
+    assert_ok(ubj_fsync(fs, tpath_ino(fs, "/kept"), 0));
+    uint8_t *img;               /* the crash: image and region as they are */
+    size_t len;
+    assert_ok(ut_file_get(p, &img, &len));
+    assert_ok(ut_file_put(q, img, len));
+    free(img);
+    struct ubj_bdev *crashed = ut_ram_copy(dev);
+    assert_ok(ubj_unmount(fs));
+
+    struct ubj_config none = { .mode = UBJ_MODE_NONE, .flags = UBJ_MOUNT_NO_TIMER };
+    assert_rc(ubj_mount(crashed, &none, &fs), -EUCLEAN);
+    assert_non_null(strstr(ubj_errormsg(), "not unmounted cleanly from mode ubj"));
+    char fresh[300];
+    snprintf(fresh, sizeof fresh, "%s.new", q);
+    unlink(fresh);
+    assert_rc(ut_mount(crashed, fresh, 64, UBJ_NVM_FORMAT, 0, &fs), -EUCLEAN);
+    assert_non_null(strstr(ubj_errormsg(), "refusing --format-nvm"));
+    assert_int_equal(access(fresh, F_OK), -1);   /* nothing was created */
+    assert_ok(ubj_nvm_attach(other, 0, 64, uuid, UBJ_NVMA_FORMAT, &r));
+    ubj_nvm_close(r);
+    assert_rc(ut_mount(crashed, other, 64, 0, 0, &fs), -EUCLEAN);
+    assert_non_null(strstr(ubj_errormsg(), "mount with the region it used"));
+
+    assert_ok(ut_mount(crashed, q, 64, 0, 0, &fs));      /* its own region */
+    uint8_t buf[16];
+    assert_int_equal(tpath_read(fs, "/kept", buf, sizeof buf, 0), 9);
+    assert_memory_equal(buf, "committed", 9);
+    assert_ok(ubj_unmount(fs));
+    assert_ok(ubj_mount(crashed, &none, &fs));   /* clean now: any mode */
+    assert_true(tpath_ino(fs, "/kept") != 0);
+    assert_ok(ubj_unmount(fs));
+    ubj_bdev_destroy(crashed);
+    ubj_bdev_destroy(dev);
+    unlink(p);
+    unlink(q);
+    unlink(other);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -471,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_shadow),
         cmocka_unit_test(test_mount_config),
         cmocka_unit_test(test_cost_model),
+        cmocka_unit_test(test_unclean_names_region),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
