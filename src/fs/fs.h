@@ -80,6 +80,12 @@ int fs_block_verify(uint32_t seed, const void *data, uint32_t magic, uint64_t bl
 void fs_block_seal(uint32_t seed, void *data, uint32_t magic, uint64_t blkno);
 int fs_meta_read(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
                  struct ubj_buf **out);
+/* fs_meta_read_fresh -- fs_meta_read; *fresh = the block was verified by
+ * this call (just read from the device or adopted from NVM), so callers
+ * may run their own structural checks only then (the cache holds nothing
+ * but verified blocks and the fs's own changes). */
+int fs_meta_read_fresh(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
+                       struct ubj_buf **out, bool *fresh);
 /* get a metadata block for modification; with `fresh`, no read (new block)
  * and the header is initialised with `magic`. */
 int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,

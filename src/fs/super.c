@@ -197,6 +197,15 @@ static int super_corrupt(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
 int fs_meta_read(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
                  struct ubj_buf **out)
 {
+    bool fresh;
+    return fs_meta_read_fresh(fs, blkno, magic, out, &fresh);
+}
+
+/* fs_meta_read_fresh -- fs_meta_read, telling whether it verified now. */
+int fs_meta_read_fresh(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
+                       struct ubj_buf **out, bool *fresh)
+{
+    *fresh = false;
     struct ubj_buf *b;
     int rc = ubj_cache_get(fs->cache, blkno, 0, &b);
     if (rc < 0)
@@ -216,6 +225,7 @@ int fs_meta_read(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
             return super_corrupt(fs, blkno, magic, why);
         }
         ubj_cache_clear_flags(fs->cache, b, UBJ_BUF_VERIFY);
+        *fresh = true;
     }
     *out = b;
     return 0;
