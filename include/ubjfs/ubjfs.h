@@ -475,6 +475,12 @@ void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out);
 /* ---- check and repair (fsck; src/fs/check.c) --------------------------- */
 
 #define UBJ_CHECK_REPAIR 0x1u   /* fix what is found (fsck -y) */
+/* With UBJ_CHECK_REPAIR: an image that was not unmounted cleanly from mode
+ * ubj is repaired although its NVM region is not overlaid -- the region's
+ * committed blocks that never reached the image are given up (fsck -y
+ * --discard-nvm, for a lost region).  Without it such a repair is refused
+ * (UBJ_CHECK_OPERROR): mount the pair first, which recovers them. */
+#define UBJ_CHECK_DISCARD_NVM 0x2u
 
 /* Result codes, as e2fsck's exit status. */
 #define UBJ_CHECK_CLEAN       0
@@ -485,8 +491,12 @@ void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out);
 /*
  * ubj_check -- check the unmounted image on `dev`: superblock, bitmaps
  * against reachability, link counts, directory structure ('.'/'..'),
- * blocks used twice, sizes against extents, checksums.  Each problem is
+ * blocks used twice, sizes against extents, checksums; the superblock's
+ * free counts only on a cleanly unmounted image (a mount writes them
+ * lazily and recounts them after a crash, as ext4 does).  Each problem is
  * reported as one line through `report(ctx, line)` (NULL: stderr).
+ * flags: UBJ_CHECK_REPAIR, UBJ_CHECK_DISCARD_NVM; others are -EINVAL
+ * (UBJ_CHECK_OPERROR with a line saying so).
  * Returns a UBJ_CHECK_* code (never negative): CLEAN, REPAIRED (with
  * UBJ_CHECK_REPAIR and all fixed), UNCORRECTED (problems left), OPERROR
  * (cannot read the image, or not a ubjfs image).  Not thread-safe with

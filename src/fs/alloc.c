@@ -17,8 +17,13 @@
  * version; only bits in [lo, hi) (data blocks [data_start, nblocks),
  * inodes [1, ninodes)) are ever allocated or freed, so metadata and
  * out-of-range bits can never be handed out even if a corrupt bitmap
- * clears them.  sb.free_blocks / sb.free_inodes move with every change
- * and are written to block 0's buffer (fs_super_dirty) each time.
+ * clears them.  sb.free_blocks / sb.free_inodes (in memory) move with
+ * every change but are NOT written to block 0 each time: the superblock
+ * goes into a transaction only when something else of it changes (mount,
+ * unmount, the orphan list), so one fsync'd append does not commit it.
+ * The counts on the device are exact after a clean unmount; after a crash
+ * mount recounts them from the bitmaps (fs_alloc_recount), like ext4's
+ * lazy s_free_blocks_count.
  *
  * Policy: next-fit from a goal (the caller's, else the cursor), taking the
  * first free bit found and the run of free bits after it, up to `want`,
@@ -181,6 +186,61 @@ static bool alloc_range(const struct alloc_map *m, uint64_t i, uint32_t *lo,
     return true;
 }
 
+/* ---- free counts after a crash ---------------------------------------- */
+
+/* alloc_zeros_in -- free bits of w in [lo, hi). */
+static uint64_t alloc_zeros_in(const uint64_t *w, uint32_t lo, uint32_t hi)
+{
+    uint64_t n = 0;
+    for (uint32_t b = lo; b < hi; ) {
+        uint32_t i = b / 64, s = b % 64;
+        uint32_t k = 64 - s < hi - b ? 64 - s : hi - b;
+        uint64_t mask = (k == 64 ? ~0ULL : ((1ULL << k) - 1)) << s;
+        n += (uint64_t)__builtin_popcountll(~w[i] & mask);
+        b += k;
+    }
+    return n;
+}
+
+/* alloc_recount_map -- the free allocatable bits of one bitmap. */
+static int alloc_recount_map(struct ubj_fs *fs, const struct alloc_map *m,
+                             uint64_t *out)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < m->nblk; i++) {
+        uint32_t lo, hi;
+        struct ubj_buf *b;
+        if (!alloc_range(m, i, &lo, &hi))
+            continue;
+        int rc = fs_meta_read(fs, m->start + i, m->magic, &b);
+        if (rc < 0)
+            return rc;
+        m->cnt[i] = alloc_zeros(alloc_words(b));
+        n += alloc_zeros_in(alloc_words(b), lo, hi);
+        ubj_cache_put(fs->cache, b);
+    }
+    *out = n;
+    return 0;
+}
+
+/* fs_alloc_recount -- the free counts from the bitmaps (after a crash). */
+int fs_alloc_recount(struct ubj_fs *fs)
+{
+    struct alloc_map m;
+    uint64_t nb, ni;
+    alloc_bmap(fs, &m);
+    int rc = alloc_recount_map(fs, &m, &nb);
+    if (rc < 0)
+        return rc;
+    alloc_imap(fs, &m);
+    rc = alloc_recount_map(fs, &m, &ni);
+    if (rc < 0)
+        return rc;
+    fs->sb.free_blocks = nb;
+    fs->sb.free_inodes = ni;
+    return 0;
+}
+
 /* ---- allocation ------------------------------------------------------------ */
 
 /* alloc_take -- mark [bit, bit + n) of bitmap block i used. */
@@ -291,7 +351,8 @@ int fs_balloc(struct ubj_fs *fs, struct ubj_handle *h, uint64_t goal,
         return rc;
     fs->balloc_hint = *start + *got;
     fs->sb.free_blocks -= *got <= fs->sb.free_blocks ? *got : fs->sb.free_blocks;
-    return fs_super_dirty(fs, h);
+    (void)h;
+    return 0;   /* the superblock's counts are written lazily */
 }
 
 /* fs_ialloc -- allocate an inode near `hint`. */
@@ -316,7 +377,8 @@ int fs_ialloc(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t hint,
     fs->ialloc_hint = ino + 1;
     fs->sb.free_inodes--;
     *out = ino;
-    return fs_super_dirty(fs, h);
+    (void)h;
+    return 0;   /* the superblock's counts are written lazily */
 }
 
 /* ---- freeing --------------------------------------------------------------- */
@@ -392,7 +454,8 @@ int fs_bfree(struct ubj_fs *fs, struct ubj_handle *h, uint64_t start, uint64_t c
     }
     uint64_t room = m.hi - m.lo - fs->sb.free_blocks;
     fs->sb.free_blocks += count <= room ? count : room;
-    return fs_super_dirty(fs, h);
+    (void)h;
+    return 0;   /* the superblock's counts are written lazily */
 }
 
 /* fs_ifree -- free inode `ino` in the bitmap. */
@@ -408,5 +471,6 @@ int fs_ifree(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino)
         return rc;
     if (fs->sb.free_inodes < m.hi - m.lo)
         fs->sb.free_inodes++;
-    return fs_super_dirty(fs, h);
+    (void)h;
+    return 0;   /* the superblock's counts are written lazily */
 }

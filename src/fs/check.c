@@ -143,6 +143,7 @@ struct ck_edge {
 struct ck {
     struct ubj_bdev *dev;
     bool repair;
+    bool discard_nvm;           /* UBJ_CHECK_DISCARD_NVM */
     void (*report)(void *ctx, const char *line);
     void *rctx;
     struct ubj_super sb;
@@ -648,11 +649,18 @@ static void ck_super_fields(struct ck *ck)
     }
     if (sb->state & UBJ_STATE_MOUNTED)
         ck_note(ck, "the file system was not cleanly unmounted (state MOUNTED)");
-    if ((sb->state & UBJ_STATE_MOUNTED) && sb->mode == UBJ_FMT_MODE_UBJ) {
-        if (ck->repair)
-            ck_fatal(ck, "mode ubj: the newest committed blocks may be only in the "
-                     "NVM region; mount the image with its region (which recovers "
-                     "them) before repairing it");
+    if ((sb->state & UBJ_STATE_MOUNTED) &&
+        (sb->mount_mode == UBJ_FMT_MODE_UBJ || sb->mode == UBJ_FMT_MODE_UBJ)) {
+        if (ck->repair && !ck->discard_nvm)
+            ck_fatal(ck, "mode ubj: the newest committed blocks may be only in NVM "
+                     "region %016llx; mount the image with its region (which "
+                     "recovers them) before repairing it, or, if the region is "
+                     "lost, repair without it (--discard-nvm)",
+                     CK_LL(sb->nvm_region_id));
+        else if (ck->repair)
+            ck_note(ck, "mode ubj: repairing without NVM region %016llx: its "
+                    "committed blocks not yet home are given up",
+                    CK_LL(sb->nvm_region_id));
         else
             ck_note(ck, "mode ubj: unless this is the image with its NVM region "
                     "overlaid, committed blocks may be only in the region");
@@ -2395,7 +2403,8 @@ static void ck_pass5(struct ck *ck)
     free(imap);
     if (ck->fatal)
         return;
-    if (ck->sb.free_blocks != fb || ck->sb.free_inodes != fi)
+    bool counted = (ck->sb.state & UBJ_STATE_CLEAN) != 0;   /* lazily written */
+    if (counted && (ck->sb.free_blocks != fb || ck->sb.free_inodes != fi))
         ck_problem(ck, true, "superblock: free counts %llu blocks, %llu inodes; "
                    "counted %llu, %llu", CK_LL(ck->sb.free_blocks),
                    CK_LL(ck->sb.free_inodes), CK_LL(fb), CK_LL(fi));
@@ -2506,9 +2515,11 @@ int ubj_check(struct ubj_bdev *dev, unsigned flags,
         ok = (ck->lv[i] = malloc(UBJ_BS)) != NULL;
     if (ok)
         ok = (ck->iblk = malloc(UBJ_BS)) && (ck->tmp = malloc(UBJ_BS));
-    if (!ok || !dev) {
+    bool badflags = (flags & ~(UBJ_CHECK_REPAIR | UBJ_CHECK_DISCARD_NVM)) != 0;
+    if (!ok || !dev || badflags) {
         char line[64];
-        snprintf(line, sizeof line, "%s", dev ? "out of memory" : "no device");
+        snprintf(line, sizeof line, "%s", !dev ? "no device" : badflags ?
+                 "unknown check flags" : "out of memory");
         if (report)
             report(ctx, line);
         else
@@ -2519,6 +2530,7 @@ int ubj_check(struct ubj_bdev *dev, unsigned flags,
     }
     ck->dev = dev;
     ck->repair = (flags & UBJ_CHECK_REPAIR) != 0;
+    ck->discard_nvm = (flags & UBJ_CHECK_DISCARD_NVM) != 0;
     ck->report = report;
     ck->rctx = ctx;
     struct ubj_bdev *view = NULL;

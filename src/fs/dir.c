@@ -203,6 +203,8 @@ static int dir_read(struct ubj_fs *fs, struct fs_iref *dir, uint64_t blk,
         rc = dir_check_index(fs, dir, blk, b, lo, hi);
     if (rc < 0) {
         ubj_cache_put(fs->cache, b);
+        if (fresh)   /* checked only when fresh: read it again next time */
+            ubj_cache_forget(fs->cache, blk);
         return rc;
     }
     *out = b;

@@ -105,6 +105,10 @@ int fs_bfree(struct ubj_fs *fs, struct ubj_handle *h, uint64_t start, uint64_t c
 int fs_ialloc(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t hint, ubj_ino_t *out);
 int fs_ifree(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);
 /* fs_alloc_init / fs_alloc_fini -- alloc.c's in-memory state (mount/unmount). */
+/* fs_alloc_recount -- set sb.free_blocks/free_inodes from the bitmaps
+ * (mount after a crash: the device's counts are written lazily).  Reads
+ * every bitmap block.  0 or -EIO/-EUCLEAN. */
+int fs_alloc_recount(struct ubj_fs *fs);
 int fs_alloc_init(struct ubj_fs *fs);
 void fs_alloc_fini(struct ubj_fs *fs);
 

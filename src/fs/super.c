@@ -973,8 +973,9 @@ static int super_check_last_mount(struct ubj_fs *fs, const struct ubj_config *cf
         return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted "
                              "cleanly from mode ubj: its last committed changes "
                              "are in NVM region %016llx; mount it in mode ubj "
-                             "with that region (--nvm), or repair it without "
-                             "them (fsck -y)", want);
+                             "with that region (--nvm), or, if the region is "
+                             "lost, repair the image without it (fsck -y "
+                             "--discard-nvm)", want);
     if (!cfg || !(cfg->nvm_flags & UBJ_NVM_FORMAT) || !cfg->nvm_path)
         return 0;
     uint64_t id = 0;
@@ -986,7 +987,8 @@ static int super_check_last_mount(struct ubj_fs *fs, const struct ubj_config *cf
     return ubj_set_error(-EUCLEAN, "mount: refusing --format-nvm: the image was "
                          "not unmounted cleanly and NVM region %016llx may hold "
                          "its last committed changes; mount with that region, "
-                         "or repair the image without them (fsck -y)", want);
+                         "or, if it is lost, repair the image without it "
+                         "(fsck -y --discard-nvm)", want);
 }
 
 /* super_check_nvm_region -- mode ubj, region attached: an unclean image must
@@ -999,8 +1001,8 @@ static int super_check_nvm_region(struct ubj_fs *fs, const struct ubj_config *cf
         return 0;
     return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted cleanly "
                          "from NVM region %016llx, but %s is region %016llx: "
-                         "mount with the region it used, or repair the image "
-                         "without it (fsck -y)",
+                         "mount with the region it used, or, if it is lost, "
+                         "repair the image without it (fsck -y --discard-nvm)",
                          (unsigned long long)sb->nvm_region_id, cfg->nvm_path,
                          (unsigned long long)fs->nvm_region_id);
 }
@@ -1101,6 +1103,8 @@ static int super_mount_fs(struct ubj_fs *fs)
         rc = super_reload(fs);
     if (rc == 0)
         rc = fs_alloc_init(fs);
+    if (rc == 0 && !(fs->sb.state & UBJ_STATE_CLEAN))
+        rc = fs_alloc_recount(fs);   /* a crash: counts are written lazily */
     if (rc == 0)
         rc = super_check_root(fs);
     if (rc == 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
@@ -1232,6 +1236,21 @@ int ubj_tick(struct ubj_fs *fs)
     return fs_stop(fs, h, rc);
 }
 
+/* super_write_counts -- put the in-memory free counts into block 0 (they
+ * are written lazily: alloc.c) in a handle of their own (lock held). */
+static int super_write_counts(struct ubj_fs *fs)
+{
+    struct ubj_handle *h;
+    if (fs->error)
+        return 0;
+    int rc = ubj_txn_start(&fs->txn, SUPER_CREDITS, &h);
+    if (rc < 0)
+        return rc;
+    rc = fs_super_dirty(fs, h);
+    int src = ubj_txn_stop(h);
+    return rc < 0 ? rc : src;
+}
+
 /* ubj_sync -- commit and make everything durable. */
 int ubj_sync(struct ubj_fs *fs)
 {
@@ -1241,6 +1260,8 @@ int ubj_sync(struct ubj_fs *fs)
     fs_start(fs, 0, &h);
     int rc = 0;
     if (!(fs->flags & UBJ_MOUNT_RDONLY))
+        rc = super_write_counts(fs);
+    if (rc == 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
         rc = ubj_txn_commit(&fs->txn, UBJ_COMMIT_WAIT | UBJ_COMMIT_SYNC);
     if (rc < 0)
         rc = ubj_set_error(rc, "sync: %s", strerror(-rc));

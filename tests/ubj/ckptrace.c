@@ -32,6 +32,7 @@ struct cr {
     int phase;                 /* 0, 1 A stopped, 2 B frozen, 3 A written */
     struct ubj_bdev *snap;     /* the crash snapshot of the image */
     int tick_rc;
+    bool armed;                /* B's fsync of /d is the commit to stop */
 };
 
 /* cr_wait -- wait (at most 10 s) until c->phase >= want; false on timeout. */
@@ -75,7 +76,7 @@ static void cr_point(void *ctx, enum ubj_test_point p)
         (void)cr_wait(c, 2);
     } else if (p == UBJ_TP_CKPT_WRITTEN && c->phase == 2) {
         cr_set(c, 3);
-    } else if (p == UBJ_TP_COMMIT_FROZEN && c->phase == 1) {
+    } else if (p == UBJ_TP_COMMIT_FROZEN && c->phase == 1 && c->armed) {
         cr_set(c, 2);
         assert_true(cr_wait(c, 3));
         cr_snapshot(c);
@@ -117,6 +118,9 @@ static bool cr_run(enum ubj_break variant)
     assert_ok(ubj_sync(c.fs));          /* B: checkpoint them: CLEAN */
     struct ubj_stat st;
     assert_ok(tpath_mkdir(c.fs, "/d", 0755, &st));   /* in place + new blocks */
+    pthread_mutex_lock(&c.m);
+    c.armed = true;             /* (sync's own commits above are not it) */
+    pthread_mutex_unlock(&c.m);
     assert_ok(ubj_fsync(c.fs, st.ino, 0));           /* stops at phase 1 */
     pthread_join(a, NULL);
     ubj_ubj_test_on_point(NULL, NULL);
