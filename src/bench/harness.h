@@ -75,7 +75,17 @@ struct bh_config {
                                     from the trace), or NULL */
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;          /* called now and then; may be NULL */
+    unsigned flags;              /* BH_F_* (added) */
+    uint64_t op_cpu_ns;          /* (added) CPU time charged to the clock per
+                                    file-system call (system call + VFS
+                                    overhead the models do not see); 0 = none */
 };
+
+/* The timed phase ends with a final ubj_sync() whose time is part of
+ * elapsed_ns (and reported alone as sync_ns): task elapsed time counts
+ * until everything is durable.  This flag leaves the final sync out of
+ * the timed phase (it still runs, at unmount, unmeasured). */
+#define BH_F_NO_FINAL_SYNC 0x1u
 
 /* struct bh_result -- what one run measured (the timed phase only: the
  * file-set setup is not counted).  Field order = the issue's metric order. */
@@ -97,6 +107,12 @@ struct bh_result {
     double energy_nvm_j;         /* the NVM model's energy */
     double hit_ratio;            /* buffer-cache hits / lookups */
     uint64_t opcount[BH_OP_NR];  /* file-system operations by kind */
+    /* added after the first version: */
+    uint64_t sync_ns;            /* of elapsed_ns: the final sync */
+    uint64_t app_bytes_written;  /* bytes the workload wrote / read */
+    uint64_t app_bytes_read;
+    uint64_t commits, checkpoints; /* of the consistency mode */
+    uint64_t init_opcount[BH_OP_NR]; /* operations of the untimed setup */
 };
 
 struct bh_run;   /* one run in progress (harness.c) */

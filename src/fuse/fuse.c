@@ -53,9 +53,34 @@
  *  - READDIRPLUS returns attributes with names; writes and reads carry up
  *    to UBJ_FUSE_MAX_WRITE bytes; several worker threads overlap the
  *    transfers (the library serialises the operations themselves).
- *  - with -o writeback_cache the kernel also caches writes (an option, not
- *    the default: a full device is then reported at fsync or close
- *    instead of by write(2), which many programs do not expect).
+ *  - with writeback_cache (the default) the kernel also caches writes and
+ *    sends them in large batches later; "WB" below says how a full device
+ *    still fails write(2) with ENOSPC.
+ *
+ * WB.  With writeback_cache, write(2) copies into the kernel's page cache
+ * and returns; the kernel sends the pages here later (FUSE_WRITE with
+ * fi->writepage), when the write(2) that made them can no longer fail.
+ * ext4 reserves blocks inside write(2) (delayed allocation) and fails it
+ * with ENOSPC; FUSE has no such hook, so:
+ *  W1 a reserve: the kernel keeps at most its per-mount dirty limit D (the
+ *     bdi's max_bytes: 1% of the dirty threshold; lowered for a small
+ *     image, or writeback_cache is refused) of our pages dirty or under
+ *     writeback, and `reserve` = 2 D + 4 MiB stays free for them: statfs
+ *     counts it as not available (ext4's reserved blocks) and fallocate
+ *     may not take it.
+ *  W2 a gate: when a written-back request leaves fewer than `reserve`
+ *     blocks free, or fails, its inode is flagged (fu_ref.enospc) and the
+ *     kernel's attributes of it dropped (notify_inval_inode); the next
+ *     write(2) then asks for them (GETATTR with a file handle), is answered
+ *     ENOSPC and returns it.  A writer into a full device so stops with
+ *     ENOSPC while all it was told was written still fits the reserve.
+ *  W3 a writeback that fails anyway (the reserve used up by many writers at
+ *     once) is answered with its errno, never with a short count (the
+ *     kernel does not look at the count of a writeback): the kernel returns
+ *     it from fsync(2) and close(2), and the pages it covered are dropped
+ *     from the page cache, so reads show what is stored.
+ *  W4 the kernel owns i_size, mtime and ctime of regular files: it ignores
+ *     those of our replies and sends its own by SETATTR.
  */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
@@ -76,11 +101,15 @@
 #define FU_BUCKETS 4096u          /* lookup-reference hash buckets */
 #define FU_MAX_BACKGROUND 64u     /* kernel background requests (writeback) */
 #define FU_GROUPS_MAX 64          /* supplementary groups looked at by access */
+#define FU_MIB (1024u * 1024u)
+#define FU_WB_SLACK (4u * FU_MIB)  /* W1: margin over twice the dirty limit */
+#define FU_WB_MIN_DIRTY FU_MIB     /* W1: a smaller dirty limit: no writeback_cache */
 
 /* One node the kernel holds: [ref_lock] */
 struct fu_ref {
     ubj_ino_t ino;
     uint64_t nlookup;
+    bool enospc;              /* writeback: fail the next write(2) (see WB) */
     struct fu_ref *next;
 };
 
@@ -92,6 +121,8 @@ struct ubj_fuse {
     bool mounted;
     bool signals;
     bool no_open;             /* the kernel may skip OPEN/OPENDIR (init) */
+    bool wb;                  /* the kernel caches writes (init) */
+    uint64_t reserve;         /* blocks kept for the kernel's dirty pages (WB) */
     pthread_mutex_t ref_lock;
     struct fu_ref *refs[FU_BUCKETS];   /* [ref_lock] */
 };
@@ -187,6 +218,43 @@ static void fu_ref_put(struct ubj_fuse *f, ubj_ino_t ino, uint64_t n)
     pthread_mutex_unlock(&f->ref_lock);
 }
 
+/* fu_enospc_set -- W2: flag ino (the kernel holds it: R1) so that its next
+ * write(2) fails, and drop the kernel's attributes so that it asks (again
+ * each time: a SETATTR or stat reply may have renewed them). */
+static void fu_enospc_set(struct ubj_fuse *f, ubj_ino_t ino)
+{
+    pthread_mutex_lock(&f->ref_lock);
+    for (struct fu_ref *r = *fu_bucket(f, ino); r != NULL; r = r->next)
+        if (r->ino == ino) {
+            r->enospc = true;
+            break;
+        }
+    pthread_mutex_unlock(&f->ref_lock);
+    (void)fuse_lowlevel_notify_inval_inode(f->se, ino, -1, 0);
+}
+
+/* fu_enospc_take -- W2: was ino flagged?  Clears the flag. */
+static bool fu_enospc_take(struct ubj_fuse *f, ubj_ino_t ino)
+{
+    bool was = false;
+    pthread_mutex_lock(&f->ref_lock);
+    for (struct fu_ref *r = *fu_bucket(f, ino); r != NULL; r = r->next)
+        if (r->ino == ino) {
+            was = r->enospc;
+            r->enospc = false;
+            break;
+        }
+    pthread_mutex_unlock(&f->ref_lock);
+    return was;
+}
+
+/* fu_wb_low -- W2: are fewer than `reserve` blocks free? */
+static bool fu_wb_low(struct ubj_fuse *f)
+{
+    struct ubj_statfs s;
+    return ubj_statfs_get(f->fs, &s) == 0 && s.bavail < f->reserve;
+}
+
 /* fu_entry_fill -- a fuse_entry_param for st. */
 static void fu_entry_fill(const struct ubj_fuse *f, const struct ubj_stat *st,
                           struct fuse_entry_param *e)
@@ -270,12 +338,17 @@ static void fu_init(void *userdata, struct fuse_conn_info *conn)
         want |= FUSE_CAP_ATOMIC_O_TRUNC;   /* else the kernel truncates by setattr */
     if (f->o.writeback_cache && !f->o.rdonly)
         want |= FUSE_CAP_WRITEBACK_CACHE;
+    want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;   /* changes all come through here */
     conn->want |= want & conn->capable;
     conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
     if (!(want & FUSE_CAP_ATOMIC_O_TRUNC))
         conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
     if (!(want & FUSE_CAP_WRITEBACK_CACHE))
         conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+    conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+    f->wb = (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0;
+    if (!f->wb)
+        f->reserve = 0;
     conn->max_write = UBJ_FUSE_MAX_WRITE;
     conn->max_background = FU_MAX_BACKGROUND;
     conn->congestion_threshold = FU_MAX_BACKGROUND * 3 / 4;
@@ -414,12 +487,17 @@ static void fu_reply_attr(fuse_req_t req, const struct ubj_stat *st)
     fuse_reply_attr(req, &s, fu_get(req)->o.attr_timeout);
 }
 
-/* fu_getattr -- stat(2). */
+/* fu_getattr -- stat(2); with a file handle also the writeback write(2)
+ * path, where a flagged inode gets its ENOSPC (W2). */
 static void fu_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    struct ubj_fuse *f = fu_get(req);
     struct ubj_stat st;
-    (void)fi;
-    int rc = ubj_getattr(fu_get(req)->fs, ino, &st);
+    if (fi != NULL && f->wb && fu_enospc_take(f, ino)) {
+        fuse_reply_err(req, ENOSPC);
+        return;
+    }
+    int rc = ubj_getattr(f->fs, ino, &st);
     if (rc < 0)
         fu_err(req, rc, "getattr");
     else
@@ -525,7 +603,8 @@ static void fu_statfs(fuse_req_t req, fuse_ino_t ino)
     struct ubj_statfs s;
     struct statvfs v;
     (void)ino;
-    int rc = ubj_statfs_get(fu_get(req)->fs, &s);
+    struct ubj_fuse *f = fu_get(req);
+    int rc = ubj_statfs_get(f->fs, &s);
     if (rc < 0) {
         fu_err(req, rc, "statfs");
         return;
@@ -534,7 +613,7 @@ static void fu_statfs(fuse_req_t req, fuse_ino_t ino)
     v.f_bsize = v.f_frsize = s.bsize;
     v.f_blocks = s.blocks;
     v.f_bfree = s.bfree;
-    v.f_bavail = s.bavail;
+    v.f_bavail = s.bavail > f->reserve ? s.bavail - f->reserve : 0;   /* W1 */
     v.f_files = s.files;
     v.f_ffree = v.f_favail = s.ffree;
     v.f_namemax = s.namemax;
@@ -623,6 +702,8 @@ static void fu_create(fuse_req_t req, fuse_ino_t parent, const char *name,
         fu_ref_put(f, st.ino, 1);
         if (!f->no_open)
             (void)ubj_release(f->fs, st.ino);
+    } else if (f->wb && (fi->flags & O_ACCMODE) != O_RDONLY && fu_wb_low(f)) {
+        fu_enospc_set(f, st.ino);          /* W2: the first write(2) fails */
     }
 }
 
@@ -643,13 +724,33 @@ static void fu_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_buf(req, buf, (size_t)n);
 }
 
-/* fu_write -- pwrite(2); a short count when the device fills. */
+/* fu_writeback -- the reply to a written-back request (W2, W3). */
+static void fu_writeback(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                         ssize_t n)
+{
+    struct ubj_fuse *f = fu_get(req);
+    if (n >= 0 && (size_t)n == size) {
+        fuse_reply_write(req, size);
+        if (fu_wb_low(f))
+            fu_enospc_set(f, ino);
+        return;
+    }
+    fu_err(req, n < 0 ? (int)n : -ENOSPC, "writeback");
+    fu_enospc_set(f, ino);
+    /* the kernel ended the pages' writeback on the reply: drop them */
+    (void)fuse_lowlevel_notify_inval_inode(f->se, ino, off, (off_t)size);
+}
+
+/* fu_write -- pwrite(2); a short count when the device fills (written-back
+ * pages: an error, W3). */
 static void fu_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
                      off_t off, struct fuse_file_info *fi)
 {
-    (void)fi;
-    ssize_t n = ubj_pwrite(fu_get(req)->fs, ino, buf, size, off);
-    if (n < 0)
+    struct ubj_fuse *f = fu_get(req);
+    ssize_t n = ubj_pwrite(f->fs, ino, buf, size, off);
+    if (f->wb && fi != NULL && fi->writepage)
+        fu_writeback(req, ino, size, off, n);
+    else if (n < 0)
         fu_err(req, (int)n, "write");
     else
         fuse_reply_write(req, (size_t)n);
@@ -673,16 +774,26 @@ static void fu_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void fu_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
                      struct fuse_file_info *fi)
 {
+    struct ubj_fuse *f = fu_get(req);
     (void)fi;
-    fu_err(req, ubj_fsync(fu_get(req)->fs, ino, datasync), "fsync");
+    if (f->wb)                   /* the kernel reported a failed writeback */
+        (void)fu_enospc_take(f, ino);
+    fu_err(req, ubj_fsync(f->fs, ino, datasync), "fsync");
 }
 
 /* fu_fallocate -- fallocate(2) modes 0 and KEEP_SIZE. */
 static void fu_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
                          off_t len, struct fuse_file_info *fi)
 {
+    struct ubj_fuse *f = fu_get(req);
+    struct ubj_statfs s;
     (void)fi;
-    fu_err(req, ubj_fallocate(fu_get(req)->fs, ino, mode, off, len), "fallocate");
+    if (f->wb && len > 0 && ubj_statfs_get(f->fs, &s) == 0 &&
+        (uint64_t)len / s.bsize + f->reserve > s.bavail) {
+        fuse_reply_err(req, ENOSPC);     /* W1: not the kernel's reserve */
+        return;
+    }
+    fu_err(req, ubj_fallocate(f->fs, ino, mode, off, len), "fallocate");
 }
 
 /* ---- directories ----------------------------------------------------------- */
@@ -1047,6 +1158,90 @@ int ubj_fuse_new(const struct ubj_fuse_opts *o, struct ubj_fuse **out)
     return 0;
 }
 
+/* fu_unescape -- a mountinfo field in place (spaces and such are \ooo). */
+static void fu_unescape(char *s)
+{
+    char *o = s;
+    for (; *s != '\0'; s++) {
+        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+            s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+            *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+            s += 3;
+        } else {
+            *o++ = *s;
+        }
+    }
+    *o = '\0';
+}
+
+/* fu_mount_dev -- "MAJ:MIN" of the newest mount on path (mountinfo: no
+ * request to ourselves, which could not be answered yet).  0 or -ENOENT. */
+static int fu_mount_dev(const char *path, char *dev, size_t len)
+{
+    char *real = realpath(path, NULL), *line = NULL;
+    size_t cap = 0;
+    int rc = -ENOENT;
+    FILE *fp = real != NULL ? fopen("/proc/self/mountinfo", "re") : NULL;
+    while (fp != NULL && getline(&line, &cap, fp) > 0) {
+        char d[32], mp[4096];
+        if (sscanf(line, "%*s %*s %31s %*s %4095s", d, mp) != 2)
+            continue;
+        fu_unescape(mp);
+        if (strcmp(mp, real) == 0) {
+            snprintf(dev, len, "%s", d);
+            rc = 0;
+        }
+    }
+    if (fp != NULL)
+        fclose(fp);
+    free(line);
+    free(real);
+    return rc;
+}
+
+/* fu_bdi_bytes -- read (set: *set != 0) the mount's dirty limit in bytes;
+ * 0 or a negative errno. */
+static int fu_bdi_bytes(const char *dev, uint64_t *bytes, uint64_t set)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/sys/class/bdi/%s/max_bytes", dev);
+    FILE *fp = fopen(path, set ? "we" : "re");
+    if (fp == NULL)
+        return -errno;
+    unsigned long long v = 0;
+    int ok = set ? fprintf(fp, "%llu\n", (unsigned long long)set) > 0
+                 : fscanf(fp, "%llu", &v) == 1;
+    if (fclose(fp) != 0 || !ok)
+        return -EIO;
+    if (!set)
+        *bytes = v;
+    return 0;
+}
+
+/* fu_wb_setup -- W1: the reserve for the kernel's dirty pages, lowering
+ * the kernel's dirty limit when the image is small; false when neither
+ * can be done (writeback_cache is then not asked for). */
+static bool fu_wb_setup(struct ubj_fuse *f, const char *mountpoint)
+{
+    struct ubj_statfs s;
+    char dev[32];
+    uint64_t dirty = 0;
+    if (ubj_statfs_get(f->fs, &s) < 0 || fu_mount_dev(mountpoint, dev, sizeof dev) < 0 ||
+        fu_bdi_bytes(dev, &dirty, 0) < 0 || dirty == 0)
+        return false;
+    uint64_t total = s.blocks * s.bsize, cap = total / 4;
+    if (2 * dirty + FU_WB_SLACK > cap) {
+        if (cap < FU_WB_SLACK + 2 * FU_WB_MIN_DIRTY)
+            return false;
+        uint64_t want = (cap - FU_WB_SLACK) / 2;
+        if (fu_bdi_bytes(dev, NULL, want) < 0 || fu_bdi_bytes(dev, &dirty, 0) < 0 ||
+            dirty == 0 || dirty > want)
+            return false;
+    }
+    f->reserve = (2 * dirty + FU_WB_SLACK + s.bsize - 1) / s.bsize;
+    return true;
+}
+
 /* ubj_fuse_mount -- mount on mountpoint, serving fs. */
 int ubj_fuse_mount(struct ubj_fuse *f, struct ubj_fs *fs, const char *mountpoint)
 {
@@ -1054,6 +1249,8 @@ int ubj_fuse_mount(struct ubj_fuse *f, struct ubj_fs *fs, const char *mountpoint
     if (fuse_session_mount(f->se, mountpoint) != 0)
         return -EIO;
     f->mounted = true;
+    if (f->o.writeback_cache && !f->o.rdonly && !fu_wb_setup(f, mountpoint))
+        f->o.writeback_cache = false;     /* before INIT: see fu_wb_setup */
     /* a shell starts background jobs with SIGINT ignored, and libfuse
      * leaves ignored signals alone: SIGINT and SIGTERM must unmount */
     struct sigaction dfl;

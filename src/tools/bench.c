@@ -16,6 +16,14 @@
  * flush (milliseconds on a disk).
  * Every figure is the median of R runs (default 5); names are made before
  * the clock starts.  Nothing here is a timed test: it only reports.
+ *
+ * --device SPEC may put timed model layers over the RAM or file device
+ * ("hdd:modern7200", "nand:slc@file:/tmp/x"; include/ubjfs/model.h).
+ * Their clock is virtual unless --clock real: modeled time passes only
+ * while the library waits for the model, so each row then also reports
+ * the modeled device time it waited for and the device energy it cost.
+ * Mode ubj gets a fresh NVM region per run in --nvm-dir, charged to
+ * --nvm-profile when given.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +34,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "ubjfs/model.h"
 #include "tools.h"
 
 #define BENCH_NAME_LEN 12u             /* "f" + up to 10 digits + NUL */
@@ -44,6 +53,10 @@ struct bench_args {
     uint32_t cache_blocks;
     const char *file;          /* NULL: RAM device */
     const char *mode;
+    const char *spec;          /* --device as given */
+    char *models;              /* its model layers ("": none) */
+    enum ubj_clock_kind clock; /* of the models */
+    const char *nvm_dir, *nvm_profile;   /* mode ubj */
     bool csv, force;
 };
 
@@ -55,6 +68,12 @@ struct bench_run {
     unsigned char *block;      /* 4 KiB of data */
     uint64_t ops[B_NROWS];     /* operations per row */
     double secs[B_NROWS];      /* this run's time per row */
+    double dsecs[B_NROWS];     /* modeled device time per row */
+    double djoules[B_NROWS];   /* device energy per row */
+    double t0;                 /* the row's start: wall time ... */
+    struct tools_dev_mark m0;  /* ... and the model's */
+    bool model;                /* the device has a model */
+    char region[512];          /* mode ubj's region file, or "" */
 };
 
 /* bench_usage -- the --help text. */
@@ -71,8 +90,16 @@ static void bench_usage(void)
            "      --fsync-ops F     operations of the fsync row (default 2000, at\n"
            "                        most --ops)\n"
            "  -r, --runs R          runs, each on a fresh image (default 5)\n"
-           "  -d, --device DEV      ram (default) or file:PATH (created, and removed\n"
-           "                        afterwards; an existing non-empty file needs --force)\n"
+           "  -d, --device SPEC     ram (default) or file:PATH (created, and removed\n"
+           "                        afterwards; an existing non-empty file needs --force),\n"
+           "                        optionally under timed model layers: hdd:hp_c2249a,\n"
+           "                        nand:slc@file:/tmp/x, ssd:nvme (over ram), ...\n"
+           "                        (docs/DEVICES.md); rows then add the modeled device\n"
+           "                        time and energy\n"
+           "      --clock KIND      the models' clock: virtual (default; no sleeping,\n"
+           "                        the same figures every run) or real\n"
+           "      --nvm-dir DIR     mode ubj: where the region goes (default /dev/shm)\n"
+           "      --nvm-profile P   mode ubj: NVM cost model (dram, sttmram, pcm)\n"
            "  -s, --size SIZE       image size (default 256M; K/M/G/T suffixes)\n"
            "  -m, --mode MODE       consistency mode (default none)\n"
            "  -c, --cache BLOCKS    buffer cache size in 4 KiB blocks (default: the\n"
@@ -120,7 +147,32 @@ static int bench_device(const struct bench_args *a, struct ubj_bdev **dev)
     }
     if (rc < 0)
         return bench_fail(a->file ? a->file : "ram device", rc);
+    struct ubj_bdev *leaf = *dev;
+    rc = tools_dev_wrap(a->models, a->clock, leaf, dev);
+    if (rc < 0) {
+        ubj_bdev_destroy(leaf);
+        *dev = NULL;
+        return bench_fail(a->spec, rc);
+    }
     return 0;
+}
+
+/* bench_row_start -- the clocks at the start of a row. */
+static void bench_row_start(struct bench_run *r)
+{
+    tools_dev_mark(r->dev, &r->m0);
+    r->t0 = bench_now();
+}
+
+/* bench_row_end -- the row's wall time, modeled time and energy. */
+static void bench_row_end(struct bench_run *r, enum bench_row row)
+{
+    struct tools_dev_mark m1;
+    r->secs[row] = bench_now() - r->t0;
+    tools_dev_mark(r->dev, &m1);
+    r->model = m1.model;
+    r->dsecs[row] = (double)(m1.ns - r->m0.ns) / 1e9;
+    r->djoules[row] = m1.energy_j - r->m0.energy_j;
 }
 
 /* bench_setup -- device, format, mount, the directory.  0 or -1. */
@@ -136,6 +188,13 @@ static int bench_setup(const struct bench_args *a, struct bench_run *r)
         return bench_fail("format", rc);
     struct ubj_config cfg = { .mode = a->mode, .cache_blocks = a->cache_blocks,
                               .flags = UBJ_MOUNT_NO_TIMER };
+    if (a->mode != NULL && strcmp(a->mode, UBJ_MODE_UBJ) == 0) {
+        snprintf(r->region, sizeof r->region, "%s/ubjfs-bench-micro-%d.nvm",
+                 a->nvm_dir, (int)getpid());
+        cfg.nvm_path = r->region;
+        cfg.nvm_flags = UBJ_NVM_FORMAT;
+        cfg.nvm_profile = a->nvm_profile;
+    }
     rc = ubj_mount(r->dev, &cfg, &r->fs);
     if (rc < 0)
         return bench_fail("mount", rc);
@@ -156,6 +215,9 @@ static int bench_teardown(struct bench_run *r)
     r->fs = NULL;
     ubj_bdev_destroy(r->dev);
     r->dev = NULL;
+    if (r->region[0] != '\0')
+        unlink(r->region);
+    r->region[0] = '\0';
     return rc < 0 ? bench_fail("unmount", rc) : 0;
 }
 
@@ -165,31 +227,31 @@ static int bench_names_ops(struct bench_run *r, uint64_t n)
     struct ubj_fs *fs = r->fs;
     struct ubj_stat st;
     int rc = 0;
-    double t = bench_now();
+    bench_row_start(r);
     for (uint64_t i = 0; i < n && rc == 0; i++)
         rc = ubj_create(fs, r->dir, bench_name(r, i), 0644, NULL, &st);
-    r->secs[B_CREATE] = bench_now() - t;
+    bench_row_end(r, B_CREATE);
     if (rc < 0)
         return bench_fail("create", rc);
-    t = bench_now();
+    bench_row_start(r);
     for (uint64_t i = 0; i < n && rc == 0; i++)
         rc = ubj_lookup(fs, r->dir, bench_name(r, i), &st);
-    r->secs[B_STAT] = bench_now() - t;
+    bench_row_end(r, B_STAT);
     if (rc < 0)
         return bench_fail("lookup", rc);
-    t = bench_now();
+    bench_row_start(r);
     for (uint64_t i = 0; i < n && rc == 0; i++)
         rc = ubj_unlink(fs, r->dir, bench_name(r, i));
-    r->secs[B_UNLINK] = bench_now() - t;
+    bench_row_end(r, B_UNLINK);
     if (rc < 0)
         return bench_fail("unlink", rc);
-    t = bench_now();
+    bench_row_start(r);
     for (uint64_t i = 0; i < n && rc == 0; i++) {
         rc = ubj_create(fs, r->dir, bench_name(r, i), 0644, NULL, &st);
         if (rc == 0)
             rc = ubj_unlink(fs, r->dir, bench_name(r, i));
     }
-    r->secs[B_PAIR] = bench_now() - t;
+    bench_row_end(r, B_PAIR);
     if (rc < 0)
         return bench_fail("create+unlink", rc);
     r->ops[B_CREATE] = r->ops[B_STAT] = r->ops[B_UNLINK] = r->ops[B_PAIR] = n;
@@ -220,11 +282,11 @@ static int bench_read(struct bench_run *r, uint64_t n)
         got = ubj_pwrite(r->fs, ino, r->block, UBJ_BLOCK_SIZE, (off_t)b * UBJ_BLOCK_SIZE);
     for (uint32_t b = 0; b < BENCH_HOT_BLOCKS && got >= 0; b++)   /* warm */
         got = ubj_pread(r->fs, ino, r->block, UBJ_BLOCK_SIZE, (off_t)b * UBJ_BLOCK_SIZE);
-    double t = bench_now();
+    bench_row_start(r);
     for (uint64_t i = 0; i < n && got >= 0; i++)
         got = ubj_pread(r->fs, ino, r->block, UBJ_BLOCK_SIZE,
                         (off_t)(i % BENCH_HOT_BLOCKS) * UBJ_BLOCK_SIZE);
-    r->secs[B_READ] = bench_now() - t;
+    bench_row_end(r, B_READ);
     ubj_release(r->fs, ino);
     if (got < 0)
         return bench_fail("read", (int)got);
@@ -242,13 +304,13 @@ static int bench_append(struct bench_run *r, uint64_t w, bool sync, enum bench_r
         return -1;
     ssize_t got = UBJ_BLOCK_SIZE;
     int rc = 0;
-    double t = bench_now();
+    bench_row_start(r);
     for (uint64_t i = 0; i < w && got == UBJ_BLOCK_SIZE && rc == 0; i++) {
         got = ubj_pwrite(r->fs, ino, r->block, UBJ_BLOCK_SIZE, (off_t)(i * UBJ_BLOCK_SIZE));
         if (sync && got == UBJ_BLOCK_SIZE)
             rc = ubj_fsync(r->fs, ino, 0);
     }
-    r->secs[row] = bench_now() - t;
+    bench_row_end(r, row);
     ubj_release(r->fs, ino);
     if (got != UBJ_BLOCK_SIZE)
         return bench_fail("write", got < 0 ? (int)got : -ENOSPC);
@@ -285,33 +347,62 @@ static int bench_cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* bench_report -- print the medians. */
-static void bench_report(const struct bench_args *a, double *secs /* [B_NROWS][runs] */,
-                         const uint64_t *ops)
+/* bench_median -- the median of v[0..n) (sorts v). */
+static double bench_median(double *v, uint64_t n)
+{
+    qsort(v, n, sizeof *v, bench_cmp_double);
+    return (n % 2) ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* bench_header -- the title and column line. */
+static void bench_header(const struct bench_args *a, bool model)
 {
     if (a->csv) {
-        printf("op,ops,seconds,ops_per_s,ns_per_op\n");
-    } else {
-        char sz[32];
-        tools_fmt_size(a->size, sz, sizeof sz);
-        printf("ubjfs bench micro: %s device, %s image, mode %s, median of %llu run%s\n",
-               a->file ? "file" : "ram", sz, a->mode ? a->mode : UBJ_MODE_NONE,
-               (unsigned long long)a->runs, a->runs == 1 ? "" : "s");
-        printf("%-16s %10s %12s %14s %12s\n", "op", "ops", "seconds", "ops/s", "ns/op");
+        printf("op,ops,seconds,ops_per_s,ns_per_op%s\n",
+               model ? ",model_seconds,model_us_per_op,model_ops_per_s,energy_mj_per_op" : "");
+        return;
     }
+    char sz[32];
+    tools_fmt_size(a->size, sz, sizeof sz);
+    printf("ubjfs bench micro: %s device, %s image, mode %s, median of %llu run%s\n",
+           model ? a->spec : a->file ? "file" : "ram", sz, a->mode ? a->mode : UBJ_MODE_NONE,
+           (unsigned long long)a->runs, a->runs == 1 ? "" : "s");
+    if (model)
+        printf("(model columns: device time the library waited for on the %s clock, "
+               "and device energy)\n", a->clock == UBJ_CLOCK_REAL ? "real" : "virtual");
+    printf("%-16s %10s %12s %14s %12s", "op", "ops", "seconds", "ops/s", "ns/op");
+    if (model)
+        printf(" %12s %12s %12s %12s", "model s", "model us/op", "model ops/s", "mJ/op");
+    printf("\n");
+}
+
+/* bench_report -- print the medians; each array is [B_NROWS][runs]. */
+static void bench_report(const struct bench_args *a, double *secs, double *dsecs,
+                         double *dj, const uint64_t *ops, bool model)
+{
+    bench_header(a, model);
     for (int row = 0; row < B_NROWS; row++) {
-        double *v = secs + (size_t)row * a->runs;
-        qsort(v, a->runs, sizeof *v, bench_cmp_double);
-        double med = (a->runs % 2) ? v[a->runs / 2]
-                                   : (v[a->runs / 2 - 1] + v[a->runs / 2]) / 2;
-        double rate = med > 0 ? (double)ops[row] / med : 0;
-        double ns = ops[row] ? med * 1e9 / (double)ops[row] : 0;
-        if (a->csv)
-            printf("%s,%llu,%.6f,%.1f,%.1f\n", bench_names[row],
+        size_t at = (size_t)row * a->runs;
+        double med = bench_median(secs + at, a->runs);
+        double dmed = bench_median(dsecs + at, a->runs);
+        double jmed = bench_median(dj + at, a->runs);
+        double n = (double)ops[row];
+        double rate = med > 0 ? n / med : 0;
+        double ns = ops[row] ? med * 1e9 / n : 0;
+        double dus = ops[row] ? dmed * 1e6 / n : 0, drate = dmed > 0 ? n / dmed : 0;
+        double mj = ops[row] ? jmed * 1e3 / n : 0;
+        if (a->csv) {
+            printf("%s,%llu,%.6f,%.1f,%.1f", bench_names[row],
                    (unsigned long long)ops[row], med, rate, ns);
-        else
-            printf("%-16s %10llu %12.6f %14.1f %12.1f\n", bench_names[row],
+            if (model)
+                printf(",%.6f,%.3f,%.1f,%.6f", dmed, dus, drate, mj);
+        } else {
+            printf("%-16s %10llu %12.6f %14.1f %12.1f", bench_names[row],
                    (unsigned long long)ops[row], med, rate, ns);
+            if (model)
+                printf(" %12.6f %12.3f %12.1f %12.6f", dmed, dus, drate, mj);
+        }
+        printf("\n");
     }
     fflush(stdout);
 }
@@ -337,21 +428,29 @@ static int bench_micro(const struct bench_args *a, bool created)
 {
     struct bench_run r;
     memset(&r, 0, sizeof r);
-    double *secs = calloc(B_NROWS * a->runs, sizeof *secs);
+    double *secs = calloc(3 * B_NROWS * a->runs, sizeof *secs);
+    double *dsecs = secs ? secs + B_NROWS * a->runs : NULL;
+    double *dj = secs ? dsecs + B_NROWS * a->runs : NULL;
     uint64_t ops[B_NROWS] = { 0 };
     int ret = (secs == NULL || bench_alloc(a, &r) < 0) ? TOOLS_EXIT_ERR : TOOLS_EXIT_OK;
     if (secs == NULL)
         tools_err("out of memory");
     for (uint64_t run = 0; ret == TOOLS_EXIT_OK && run < a->runs; run++) {
         memset(r.secs, 0, sizeof r.secs);
+        memset(r.dsecs, 0, sizeof r.dsecs);
+        memset(r.djoules, 0, sizeof r.djoules);
         if (bench_one(a, &r) < 0)
             ret = TOOLS_EXIT_ERR;
-        for (int row = 0; row < B_NROWS; row++)
-            secs[(size_t)row * a->runs + run] = r.secs[row];
+        for (int row = 0; row < B_NROWS; row++) {
+            size_t at = (size_t)row * a->runs + run;
+            secs[at] = r.secs[row];
+            dsecs[at] = r.dsecs[row];
+            dj[at] = r.djoules[row];
+        }
         memcpy(ops, r.ops, sizeof ops);
     }
     if (ret == TOOLS_EXIT_OK)
-        bench_report(a, secs, ops);
+        bench_report(a, secs, dsecs, dj, ops, r.model);
     if (created && a->file != NULL)
         unlink(a->file);
     free(secs);
@@ -386,6 +485,60 @@ static int bench_check_file(const struct bench_args *a, bool *created)
     return 0;
 }
 
+/* bench_parse_device -- --device SPEC: a ram or file: leaf (default
+ * ram) under model layers.  -1 to go on, else an exit code. */
+static int bench_parse_device(struct bench_args *a, const char *spec)
+{
+    const char *leaf;
+    free(a->models);
+    int rc = tools_dev_split(spec, &a->models, &leaf);
+    if (rc == -ENOMEM) {
+        tools_err("out of memory");
+        return TOOLS_EXIT_ERR;
+    }
+    if (rc < 0)
+        return tools_usage_err("invalid --device '%s' (ram, file:PATH, or model "
+                               "layers over them, e.g. nand:slc@ram)", spec);
+    a->spec = spec;
+    a->file = leaf != NULL && strncmp(leaf, "file:", 5) == 0 ? leaf + 5 : NULL;
+    rc = tools_dev_trial(a->models);
+    if (rc < 0)
+        return tools_usage_err("invalid --device '%s': %s", spec, tools_libmsg(rc));
+    return -1;
+}
+
+/* bench_parse_more -- the options added for device models and mode ubj.
+ * -1 to go on, else an exit code. */
+static int bench_parse_more(struct bench_args *a, int c, const char *arg)
+{
+    switch (c) {
+    case 'd':
+        return bench_parse_device(a, arg);
+    case 'K':
+        if (strcmp(arg, "virtual") == 0)
+            a->clock = UBJ_CLOCK_VIRTUAL;
+        else if (strcmp(arg, "real") == 0)
+            a->clock = UBJ_CLOCK_REAL;
+        else
+            return tools_usage_err("invalid --clock '%s' (virtual or real)", arg);
+        return -1;
+    case 'D':
+        a->nvm_dir = arg;
+        return -1;
+    case 'P': {
+        struct ubj_nvm_model *m;
+        int rc = ubj_nvm_model_create(arg, NULL, &m);
+        if (rc < 0)
+            return tools_usage_err("invalid --nvm-profile '%s': %s", arg, tools_libmsg(rc));
+        ubj_nvm_model_destroy(m);
+        a->nvm_profile = arg;
+        return -1;
+    }
+    default:
+        return tools_bad_option();
+    }
+}
+
 /* bench_parse -- options into *a; -1 to go on, else an exit code. */
 static int bench_parse(int argc, char **argv, struct bench_args *a)
 {
@@ -399,11 +552,14 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
         { "csv", no_argument, NULL, 'C' },
         { "fsync-ops", required_argument, NULL, 'F' },
         { "force", no_argument, NULL, 'f' },
+        { "clock", required_argument, NULL, 'K' },
+        { "nvm-dir", required_argument, NULL, 'D' },
+        { "nvm-profile", required_argument, NULL, 'P' },
         { "help", no_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
     uint64_t v;
-    int c;
+    int c, rc;
     optind = 0;
     while ((c = getopt_long(argc, argv, "n:r:d:s:m:c:f", lo, NULL)) != -1) {
         switch (c) {
@@ -414,14 +570,6 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
         case 'r':
             if (tools_parse_u64(optarg, &a->runs) < 0 || a->runs == 0 || a->runs > 1000)
                 return tools_usage_err("invalid --runs '%s' (1..1000)", optarg);
-            break;
-        case 'd':
-            if (strcmp(optarg, "ram") == 0)
-                a->file = NULL;
-            else if (strncmp(optarg, "file:", 5) == 0 && optarg[5] != '\0')
-                a->file = optarg + 5;
-            else
-                return tools_usage_err("invalid --device '%s' (ram or file:PATH)", optarg);
             break;
         case 's':
             if (tools_parse_size(optarg, &a->size) < 0 || a->size < (4u << 20))
@@ -441,7 +589,9 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
             break;
         case 'f': a->force = true; break;
         case 'H': bench_usage(); return TOOLS_EXIT_OK;
-        default: return tools_bad_option();
+        default:
+            if ((rc = bench_parse_more(a, c, optarg)) >= 0)
+                return rc;
         }
     }
     if (optind >= argc)
@@ -457,20 +607,27 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
 int tools_bench_main(int argc, char **argv)
 {
     struct bench_args a = { .ops = 100000, .runs = 5, .size = 256u << 20,
-                            .fsync_ops = 2000 };
+                            .fsync_ops = 2000, .nvm_dir = "/dev/shm" };
+    if (argc < 2 || strcmp(argv[1], "--quick") == 0 || strncmp(argv[1], "--results", 9) == 0)
+        return tools_bench_headline_main(argc, argv);     /* src/tools/bench_run.c */
+    if (strcmp(argv[1], "headline") == 0 || strcmp(argv[1], "run") == 0)
+        return (argv[1][0] == 'r' ? tools_bench_run_main : tools_bench_headline_main)(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "ubj") == 0)   /* src/tools/bench_ubj.c */
         return tools_bench_ubj_main(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "modes") == 0)   /* src/tools/bench_modes.c */
         return tools_bench_modes_main(argc - 1, argv + 1);
     int ret = bench_parse(argc, argv, &a);
-    if (ret >= 0)
-        return ret;
-    struct ubj_format_opts fo = { .mode = a.mode };
-    int rc = tools_format_trial(&fo);
-    if (rc == -EINVAL)
-        return tools_usage_err("%s", tools_libmsg(rc));
-    bool created;
-    if (bench_check_file(&a, &created) < 0)
-        return TOOLS_EXIT_ERR;
-    return bench_micro(&a, created);
+    if (ret < 0) {
+        struct ubj_format_opts fo = { .mode = a.mode };
+        int rc = tools_format_trial(&fo);
+        bool created;
+        if (rc == -EINVAL)
+            ret = tools_usage_err("%s", tools_libmsg(rc));
+        else if (bench_check_file(&a, &created) < 0)
+            ret = TOOLS_EXIT_ERR;
+        else
+            ret = bench_micro(&a, created);
+    }
+    free(a.models);
+    return ret;
 }

@@ -22,6 +22,13 @@
  * transactions not yet checkpointed; a copy of the device taken as a
  * crash leaves it is mounted: the time of SCAN + REVOKE + REPLAY and the
  * blocks replayed (ubj_fs_stats recovery_ns, recovered_blocks).
+ *
+ * --device SPEC may put timed model layers over the file or RAM device (a
+ * spec without a leaf goes over RAM, as in ubj_bdev_open_spec), on a
+ * virtual clock unless --clock real; then each mode also reports the
+ * modeled device time an append + fsync waited for (median, p99, mean)
+ * and the device energy per fsync.  --nvm-profile charges mode ubj's
+ * region to an NVM cost model (time and energy per fsync reported).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "fs/format.h"
+#include "ubjfs/model.h"
 #include "tools.h"
 
 #define BM_MAXMODES 8u
@@ -60,6 +68,10 @@ struct bm_args {
     const char *nvm_dir;
     char deffile[512];
     const char *only;        /* comma-separated labels, or NULL */
+    const char *spec;        /* --device as given, or NULL */
+    char *models;            /* its model layers (NULL or "": none) */
+    enum ubj_clock_kind clock;
+    const char *nvm_profile; /* mode ubj's NVM cost model, or NULL */
     bool csv;
 };
 
@@ -68,6 +80,9 @@ struct bm_result {
     double med_us, p90_us, p99_us, mean_us;
     double flushes, data, meta, journal, ckpt, dev, nvm;   /* per fsync */
     uint64_t commits, checkpoints;
+    bool model;                            /* a device model was present */
+    double dmed_us, dp99_us, dmean_us;     /* modeled device time per op */
+    double dev_uj, nvm_ns, nvm_uj;         /* device, NVM energy/time per op */
 };
 
 /* bm_now_ns -- monotonic nanoseconds. */
@@ -88,8 +103,12 @@ static void bm_usage(void)
            "  -n, --ops N          append+fsync operations per mode (default 2000)\n"
            "  -s, --size SIZE      image size (default 256M)\n"
            "  -c, --cache BLOCKS   cache buffers (default 16384)\n"
-           "  -d, --device DEV     file:PATH (default: a file in $TMPDIR or /var/tmp)\n"
-           "                       or ram\n"
+           "  -d, --device SPEC    file:PATH (default: a file in $TMPDIR or /var/tmp)\n"
+           "                       or ram, under timed model layers if given\n"
+           "                       (hdd:hp_c2249a = the model over ram,\n"
+           "                       nand:slc@file:/tmp/x; docs/DEVICES.md)\n"
+           "      --clock KIND     the models' clock: virtual (default) or real\n"
+           "      --nvm-profile P  mode ubj: NVM cost model (dram, sttmram, pcm)\n"
            "      --nvm-dir DIR    where mode ubj's region goes (default /dev/shm)\n"
            "  -m, --modes LIST     comma-separated subset of: none, ordered, journal,\n"
            "                       writeback, ordered-async, journal-async, ubj,\n"
@@ -97,6 +116,52 @@ static void bm_usage(void)
            "      --csv            mode,name,value lines\n"
            "      --help           print this help\n\n"
            "Exit status: 0, 1 error, 2 usage.\n", tools_prog);
+}
+
+/* bm_parse_device -- --device SPEC.  -1 to go on, else an exit code. */
+static int bm_parse_device(struct bm_args *a, const char *arg)
+{
+    const char *leaf;
+    free(a->models);
+    int rc = tools_dev_split(arg, &a->models, &leaf);
+    if (rc == -ENOMEM) {
+        tools_err("out of memory");
+        return TOOLS_EXIT_ERR;
+    }
+    if (rc < 0)
+        return tools_usage_err("invalid --device '%s' (ram, file:PATH, or model "
+                               "layers over them, e.g. nand:slc@ram)", arg);
+    rc = tools_dev_trial(a->models);
+    if (rc < 0)
+        return tools_usage_err("invalid --device '%s': %s", arg, tools_libmsg(rc));
+    a->spec = arg;
+    a->file = leaf != NULL && strncmp(leaf, "file:", 5) == 0 ? leaf + 5 : NULL;
+    return -1;
+}
+
+/* bm_parse_model -- --device, --clock, --nvm-profile.  -1 to go on,
+ * else an exit code. */
+static int bm_parse_model(struct bm_args *a, int c, const char *arg)
+{
+    struct ubj_nvm_model *m;
+    int rc;
+    switch (c) {
+    case 'd':
+        return bm_parse_device(a, arg);
+    case 'K':
+        if (strcmp(arg, "virtual") != 0 && strcmp(arg, "real") != 0)
+            return tools_usage_err("invalid --clock '%s' (virtual or real)", arg);
+        a->clock = strcmp(arg, "real") == 0 ? UBJ_CLOCK_REAL : UBJ_CLOCK_VIRTUAL;
+        return -1;
+    case 'P':
+        if ((rc = ubj_nvm_model_create(arg, NULL, &m)) < 0)
+            return tools_usage_err("invalid --nvm-profile '%s': %s", arg, tools_libmsg(rc));
+        ubj_nvm_model_destroy(m);
+        a->nvm_profile = arg;
+        return -1;
+    default:
+        return tools_bad_option();
+    }
 }
 
 /* bm_parse -- options into *a; -1 to go on, else an exit code. */
@@ -110,11 +175,13 @@ static int bm_parse(int argc, char **argv, struct bm_args *a)
         { "nvm-dir", required_argument, NULL, 'D' },
         { "modes", required_argument, NULL, 'm' },
         { "csv", no_argument, NULL, 'C' },
+        { "clock", required_argument, NULL, 'K' },
+        { "nvm-profile", required_argument, NULL, 'P' },
         { "help", no_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
     uint64_t v;
-    int c;
+    int c, rc;
     optind = 0;
     while ((c = getopt_long(argc, argv, "n:s:c:d:m:", lo, NULL)) != -1) {
         switch (c) {
@@ -133,19 +200,13 @@ static int bm_parse(int argc, char **argv, struct bm_args *a)
                 return tools_usage_err("invalid --cache '%s'", optarg);
             a->cache_blocks = (uint32_t)v;
             break;
-        case 'd':
-            if (strcmp(optarg, "ram") == 0)
-                a->file = NULL;
-            else if (strncmp(optarg, "file:", 5) == 0 && optarg[5] != '\0')
-                a->file = optarg + 5;
-            else
-                return tools_usage_err("invalid --device '%s'", optarg);
-            break;
         case 'D': a->nvm_dir = optarg; break;
         case 'm': a->only = optarg; break;
         case 'C': a->csv = true; break;
         case 'H': bm_usage(); return TOOLS_EXIT_OK;
-        default: return tools_bad_option();
+        default:
+            if ((rc = bm_parse_model(a, c, optarg)) >= 0)
+                return rc;
         }
     }
     if (optind < argc)
@@ -211,6 +272,13 @@ static int bm_device(const struct bm_args *a, struct ubj_bdev **dev)
         tools_err("device: %s", tools_libmsg(rc));
         return -1;
     }
+    struct ubj_bdev *leaf = *dev;
+    rc = tools_dev_wrap(a->models, a->clock, leaf, dev);
+    if (rc < 0) {
+        tools_err("device %s: %s", a->spec, tools_libmsg(rc));
+        ubj_bdev_destroy(leaf);
+        return -1;
+    }
     return 0;
 }
 
@@ -221,9 +289,10 @@ static int bm_cmp(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* bm_loop -- the measured appends + fsyncs; latencies into lat[]. */
-static int bm_loop(const struct bm_args *a, struct ubj_fs *fs, ubj_ino_t ino,
-                   uint64_t *lat)
+/* bm_loop -- the measured appends + fsyncs; latencies into lat[], the
+ * modeled device time of each into lat[ops + i]. */
+static int bm_loop(const struct bm_args *a, struct ubj_fs *fs, struct ubj_bdev *dev,
+                   ubj_ino_t ino, uint64_t *lat)
 {
     unsigned char *blk = malloc(4096);
     if (blk == NULL)
@@ -232,13 +301,37 @@ static int bm_loop(const struct bm_args *a, struct ubj_fs *fs, ubj_ino_t ino,
     for (uint64_t i = 0; rc == 0 && i < a->ops; i++) {
         memset(blk, (int)(i & 0xff), 4096);
         uint64_t off = i % (a->size / 8192) * 4096;
-        uint64_t t0 = bm_now_ns();
+        uint64_t t0 = bm_now_ns(), d0 = tools_dev_now(dev);
         ssize_t n = ubj_pwrite(fs, ino, blk, 4096, (off_t)off);
         rc = n == 4096 ? ubj_fsync(fs, ino, 0) : (int)(n < 0 ? n : -EIO);
         lat[i] = bm_now_ns() - t0;
+        lat[a->ops + i] = tools_dev_now(dev) - d0;
     }
     free(blk);
     return rc;
+}
+
+/* bm_model_figures -- modeled time per op (lat[ops..2 ops)), energy. */
+static void bm_model_figures(const struct bm_args *a, uint64_t *lat,
+                             const struct tools_dev_mark *m0,
+                             const struct tools_dev_mark *m1,
+                             const struct ubj_fs_stats *s0,
+                             const struct ubj_fs_stats *s1, struct bm_result *r)
+{
+    double sum = 0, n = (double)a->ops;
+    uint64_t *d = lat + a->ops;
+    r->model = m1->model;
+    r->nvm_ns = (double)(s1->nvm_model_ns - s0->nvm_model_ns) / n;
+    r->nvm_uj = (s1->nvm_model_energy_j - s0->nvm_model_energy_j) * 1e6 / n;
+    if (!m1->model)
+        return;
+    for (uint64_t i = 0; i < a->ops; i++)
+        sum += (double)d[i];
+    qsort(d, a->ops, sizeof *d, bm_cmp);
+    r->dmed_us = (double)d[a->ops / 2] / 1e3;
+    r->dp99_us = (double)d[a->ops * 99 / 100] / 1e3;
+    r->dmean_us = sum / n / 1e3;
+    r->dev_uj = (m1->energy_j - m0->energy_j) * 1e6 / n;
 }
 
 /* bm_figures -- latency percentiles and per-fsync deltas. */
@@ -283,8 +376,9 @@ static int bm_one(const struct bm_args *a, const struct bm_mode *m, struct bm_re
                  (int)getpid());
         cfg.nvm_path = region;
         cfg.nvm_flags = UBJ_NVM_FORMAT;
+        cfg.nvm_profile = a->nvm_profile;
     }
-    uint64_t *lat = malloc(a->ops * sizeof *lat);
+    uint64_t *lat = malloc(2 * a->ops * sizeof *lat);
     struct ubj_stat st;
     int rc = lat ? ubj_format(dev, &fo) : -ENOMEM;
     if (rc == 0)
@@ -295,10 +389,13 @@ static int bm_one(const struct bm_args *a, const struct bm_mode *m, struct bm_re
         rc = ubj_fsync(fs, st.ino, 0);
     struct ubj_fs_stats s0, s1;
     struct ubj_bdev_stats d0, d1;
+    struct tools_dev_mark m0, m1;
     if (rc == 0) {
         ubj_fs_stats_get(fs, &s0);
         ubj_bdev_stats_get(dev, &d0);
-        rc = bm_loop(a, fs, st.ino, lat);
+        tools_dev_mark(dev, &m0);
+        rc = bm_loop(a, fs, dev, st.ino, lat);
+        tools_dev_mark(dev, &m1);
         ubj_fs_stats_get(fs, &s1);
         ubj_bdev_stats_get(dev, &d1);
     }
@@ -310,8 +407,10 @@ static int bm_one(const struct bm_args *a, const struct bm_mode *m, struct bm_re
     ubj_bdev_destroy(dev);
     if (region[0])
         unlink(region);
-    if (rc == 0 && urc == 0)
+    if (rc == 0 && urc == 0) {
+        bm_model_figures(a, lat, &m0, &m1, &s0, &s1, r);
         bm_figures(a, lat, &s0, &s1, &d0, &d1, r);
+    }
     free(lat);
     return rc == 0 && urc == 0 ? 0 : -1;
 }
@@ -396,6 +495,13 @@ static int bm_recovery(const struct bm_args *a)
 /* bm_csv -- one mode's figures as lines. */
 static void bm_csv(const char *label, const struct bm_result *r)
 {
+    if (r->model)
+        printf("%s,model_median_us,%.3f\n%s,model_p99_us,%.3f\n%s,model_mean_us,%.3f\n"
+               "%s,device_uj_per_fsync,%.3f\n", label, r->dmed_us, label, r->dp99_us,
+               label, r->dmean_us, label, r->dev_uj);
+    if (r->nvm_ns > 0 || r->nvm_uj > 0)
+        printf("%s,nvm_model_ns_per_fsync,%.1f\n%s,nvm_model_uj_per_fsync,%.4f\n",
+               label, r->nvm_ns, label, r->nvm_uj);
     const char *k[] = { "median_us", "p90_us", "p99_us", "mean_us", "flushes_per_fsync",
                         "data_bytes_per_fsync", "metadata_bytes_per_fsync",
                         "journal_bytes_per_fsync", "checkpoint_bytes_per_fsync",
@@ -406,6 +512,27 @@ static void bm_csv(const char *label, const struct bm_result *r)
         printf("%s,%s,%.3f\n", label, k[i], v[i]);
 }
 
+/* bm_model_table -- the modeled figures side by side, if there are any. */
+static void bm_model_table(const struct bm_args *a, const bool *done,
+                           const struct bm_result *r)
+{
+    bool any = false;
+    for (size_t i = 0; i < BM_NALL; i++)
+        any = any || (done[i] && (r[i].model || r[i].nvm_ns > 0));
+    if (!any)
+        return;
+    printf("modeled: %s on the %s clock (device time an append + fsync waited "
+           "for; energy per fsync)\n", a->spec ? a->spec : "no device model",
+           a->clock == UBJ_CLOCK_REAL ? "real" : "virtual");
+    printf("%-14s %12s %12s %12s %12s %12s %12s\n", "mode", "dev med us", "dev p99 us",
+           "dev mean us", "dev uJ", "nvm ns", "nvm uJ");
+    for (size_t i = 0; i < BM_NALL; i++)
+        if (done[i])
+            printf("%-14s %12.1f %12.1f %12.1f %12.2f %12.1f %12.4f\n", bm_all[i].label,
+                   r[i].dmed_us, r[i].dp99_us, r[i].dmean_us, r[i].dev_uj,
+                   r[i].nvm_ns, r[i].nvm_uj);
+}
+
 /* bm_table -- every mode's figures side by side. */
 static void bm_table(const struct bm_args *a, const bool *done,
                      const struct bm_result *r)
@@ -413,7 +540,7 @@ static void bm_table(const struct bm_args *a, const bool *done,
     char sz[32];
     tools_fmt_size(a->size, sz, sizeof sz);
     printf("ubjfs bench modes: %s device, %s image, %llu x (4 KiB append + fsync)\n",
-           a->file ? "file" : "ram", sz, (unsigned long long)a->ops);
+           a->models && a->models[0] ? a->spec : a->file ? "file" : "ram", sz, (unsigned long long)a->ops);
     printf("%-14s %9s %9s %9s %9s %8s %9s %9s %9s %9s %10s %9s\n", "mode",
            "med us", "p90 us", "p99 us", "mean us", "flush/op", "data B", "meta B",
            "journal B", "ckpt B", "device B", "nvm B");
@@ -427,6 +554,7 @@ static void bm_table(const struct bm_args *a, const bool *done,
     }
     printf("(bytes are per fsync; data and meta are home writes, checkpoints "
            "included; ckpt is the checkpoints' part of them)\n");
+    bm_model_table(a, done, r);
 }
 
 /* tools_bench_modes_main -- `ubjfs bench modes`. */
@@ -439,13 +567,17 @@ int tools_bench_modes_main(int argc, char **argv)
              tmp && *tmp ? tmp : "/var/tmp", (int)getpid());
     a.file = a.deffile;
     int ret = bm_parse(argc, argv, &a);
-    if (ret >= 0)
+    if (ret >= 0) {
+        free(a.models);
         return ret;
+    }
     bool done[BM_NALL] = { false };
     struct bm_result res[BM_NALL];
     ret = TOOLS_EXIT_OK;
-    if (a.file != NULL && bm_prefill(&a) < 0)
+    if (a.file != NULL && bm_prefill(&a) < 0) {
+        free(a.models);
         return TOOLS_EXIT_ERR;
+    }
     for (size_t i = 0; i < BM_NALL; i++) {
         if (!bm_selected(&a, bm_all[i].label))
             continue;
@@ -463,5 +595,6 @@ int tools_bench_modes_main(int argc, char **argv)
         bm_table(&a, done, res);
     if (ret == TOOLS_EXIT_OK && bm_selected(&a, "recovery") && bm_recovery(&a) < 0)
         ret = TOOLS_EXIT_ERR;
+    free(a.models);
     return ret;
 }

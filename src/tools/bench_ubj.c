@@ -21,6 +21,14 @@
  * (default /dev/shm); with PMEM_IS_PMEM_FORCE=1 in the environment libpmem
  * treats it as persistent memory (cache-line flushes instead of msync),
  * which is how DRAM stands in for NVM here, as in the paper.
+ *
+ * --device SPEC may put timed model layers over the image's RAM or file
+ * device (include/ubjfs/model.h), on a virtual clock unless --clock real.
+ * Then the figures also come in modeled time: append+fsync latency as
+ * the device time each operation waited for, and its device energy;
+ * recovery as the device time of the crash copy's mount (the copy is put
+ * under the same model layers); the mix as operations per second of
+ * modeled device time up to the final sync.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +52,9 @@ struct bu_args {
     const char *nvm_dir;
     const char *nvm_profile;   /* NVM cost model, or NULL */
     const char *file;          /* NULL: RAM device */
+    const char *spec;          /* --device as given */
+    char *models;              /* its model layers ("": none) */
+    enum ubj_clock_kind clock; /* of the models */
     bool csv;
 };
 
@@ -98,12 +109,44 @@ static void bu_usage(void)
            "      --nvm-profile P    charge the region's persists to NVM cost\n"
            "                         model P (dram, sttmram, pcm): modeled time\n"
            "                         and energy per append+fsync are printed\n"
-           "  -d, --device DEV       ram (default) or file:PATH for the image\n"
+           "  -d, --device SPEC      ram (default) or file:PATH for the image, under\n"
+           "                         timed model layers if given (hdd:modern7200,\n"
+           "                         nand:slc@file:/tmp/x, ...; docs/DEVICES.md): the\n"
+           "                         figures then also come in modeled device time\n"
+           "      --clock KIND       the models' clock: virtual (default) or real\n"
            "      --csv              name,value lines\n"
            "      --help             print this help\n\n"
            "Set PMEM_IS_PMEM_FORCE=1 to flush with cache-line instructions\n"
            "(DRAM as NVM) instead of msync.  Exit status: 0, 1 error, 2 usage.\n",
            tools_prog);
+}
+
+/* bu_parse_model -- --device SPEC (a ram or file: leaf under model
+ * layers) and --clock.  -1 to go on, else an exit code. */
+static int bu_parse_model(struct bu_args *a, int c, const char *arg)
+{
+    if (c == 'K') {
+        if (strcmp(arg, "virtual") != 0 && strcmp(arg, "real") != 0)
+            return tools_usage_err("invalid --clock '%s' (virtual or real)", arg);
+        a->clock = strcmp(arg, "real") == 0 ? UBJ_CLOCK_REAL : UBJ_CLOCK_VIRTUAL;
+        return -1;
+    }
+    const char *leaf;
+    free(a->models);
+    int rc = tools_dev_split(arg, &a->models, &leaf);
+    if (rc == -ENOMEM) {
+        tools_err("out of memory");
+        return TOOLS_EXIT_ERR;
+    }
+    if (rc < 0)
+        return tools_usage_err("invalid --device '%s' (ram, file:PATH, or model "
+                               "layers over them, e.g. nand:slc@ram)", arg);
+    rc = tools_dev_trial(a->models);
+    if (rc < 0)
+        return tools_usage_err("invalid --device '%s': %s", arg, tools_libmsg(rc));
+    a->spec = arg;
+    a->file = leaf != NULL && strncmp(leaf, "file:", 5) == 0 ? leaf + 5 : NULL;
+    return -1;
 }
 
 /* bu_parse -- options into *a.  -1 to go on, else an exit code. */
@@ -120,11 +163,12 @@ static int bu_parse(int argc, char **argv, struct bu_args *a)
         { "csv", no_argument, NULL, 'C' },
         { "runs", required_argument, NULL, 'r' },
         { "nvm-profile", required_argument, NULL, 'P' },
+        { "clock", required_argument, NULL, 'K' },
         { "help", no_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
     uint64_t v;
-    int c;
+    int c, rc;
     optind = 0;
     while ((c = getopt_long(argc, argv, "n:s:c:d:r:", lo, NULL)) != -1) {
         switch (c) {
@@ -145,13 +189,9 @@ static int bu_parse(int argc, char **argv, struct bu_args *a)
             break;
         case 'D': a->nvm_dir = optarg; break;
         case 'P': a->nvm_profile = optarg; break;
-        case 'd':
-            if (strcmp(optarg, "ram") == 0)
-                a->file = NULL;
-            else if (strncmp(optarg, "file:", 5) == 0 && optarg[5] != '\0')
-                a->file = optarg + 5;
-            else
-                return tools_usage_err("invalid --device '%s'", optarg);
+        case 'd': case 'K':
+            if ((rc = bu_parse_model(a, c, optarg)) >= 0)
+                return rc;
             break;
         case 'C': a->csv = true; break;
         case 'r':
@@ -179,7 +219,16 @@ static int bu_device(const struct bu_args *a, uint64_t size, struct ubj_bdev **d
             return bu_fail(a->file, -errno);
         rc = ubj_bdev_file_open(a->file, UBJ_BDEV_CREATE | UBJ_BDEV_RESIZE, size, dev);
     }
-    return rc < 0 ? bu_fail("device", rc) : 0;
+    if (rc < 0)
+        return bu_fail("device", rc);
+    struct ubj_bdev *leaf = *dev;
+    rc = tools_dev_wrap(a->models, a->clock, leaf, dev);
+    if (rc < 0) {
+        ubj_bdev_destroy(leaf);
+        *dev = NULL;
+        return bu_fail(a->spec, rc);
+    }
+    return 0;
 }
 
 /* bu_mount -- format and mount a fresh image in `mode` (ubj: with a new
@@ -237,42 +286,65 @@ static void bu_print(const struct bu_args *a, const char *name, double v,
         printf("  %-34s %14.3f %s\n", name, v, unit);
 }
 
-/* bu_append_fsync -- per-op latency of n 4 KiB appends + fsync. */
+/* bu_latencies -- print median, p90, p99 and mean of lat[0..n) (sorts
+ * it) as NAME_PREFIX_<k>_us. */
+static void bu_latencies(const struct bu_args *a, const char *prefix, uint64_t *lat,
+                         uint64_t n)
+{
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += (double)lat[i];
+    qsort(lat, n, sizeof *lat, bu_cmp_u64);
+    char name[96];
+    const char *k[4] = { "median", "p90", "p99", "mean" };
+    double v[4] = { (double)lat[n / 2], (double)lat[n * 9 / 10],
+                    (double)lat[n * 99 / 100], sum / (double)n };
+    for (int j = 0; j < 4; j++) {
+        snprintf(name, sizeof name, "%s_%s_us", prefix, k[j]);
+        bu_print(a, name, v[j] / 1000.0, "us");
+    }
+}
+
+/* bu_append_fsync -- per-op latency of n 4 KiB appends + fsync (and, with
+ * a model, the modeled device time each waited for and the energy). */
 static int bu_append_fsync(const struct bu_args *a, const char *mode)
 {
     struct bu_mount m;
-    uint64_t *lat = malloc(a->ops * sizeof *lat);
+    uint64_t *lat = malloc(2 * a->ops * sizeof *lat), *dlat = lat ? lat + a->ops : NULL;
     unsigned char *blk = malloc(4096);
     int ret = (lat && blk) ? bu_mount(a, mode, a->size, a->cache_blocks, &m) : -1;
     struct ubj_stat st;
+    struct tools_dev_mark m0, m1;
     if (ret == 0 && ubj_create(m.fs, UBJ_ROOT_INO, "log", 0644, NULL, &st) < 0)
         ret = bu_fail("create", -EIO);
+    if (ret == 0)
+        tools_dev_mark(m.dev, &m0);
     for (uint64_t i = 0; ret == 0 && i < a->ops; i++) {
         memset(blk, (int)(i & 0xff), 4096);
-        uint64_t t0 = bu_now_ns();
+        uint64_t t0 = bu_now_ns(), d0 = tools_dev_now(m.dev);
         ssize_t n = ubj_pwrite(m.fs, st.ino, blk, 4096, (off_t)(i % (a->size / 8192)) * 4096);
         int rc = n == 4096 ? ubj_fsync(m.fs, st.ino, 0) : (int)(n < 0 ? n : -EIO);
         lat[i] = bu_now_ns() - t0;
+        dlat[i] = tools_dev_now(m.dev) - d0;
         if (rc < 0)
             ret = bu_fail("append+fsync", rc);
     }
     struct ubj_fs_stats fst;
-    if (ret == 0)
+    if (ret == 0) {
+        tools_dev_mark(m.dev, &m1);
         ubj_fs_stats_get(m.fs, &fst);
+    }
     if (bu_unmount(&m) < 0)
         ret = -1;
     if (ret == 0) {
-        double sum = 0;
-        for (uint64_t i = 0; i < a->ops; i++)
-            sum += (double)lat[i];
-        qsort(lat, a->ops, sizeof *lat, bu_cmp_u64);
         char name[64];
-        const char *k[4] = { "median", "p90", "p99", "mean" };
-        double v[4] = { (double)lat[a->ops / 2], (double)lat[a->ops * 9 / 10],
-                        (double)lat[a->ops * 99 / 100], sum / (double)a->ops };
-        for (int j = 0; j < 4; j++) {
-            snprintf(name, sizeof name, "append_fsync_%s_%s_us", mode, k[j]);
-            bu_print(a, name, v[j] / 1000.0, "us");
+        snprintf(name, sizeof name, "append_fsync_%s", mode);
+        bu_latencies(a, name, lat, a->ops);
+        if (m1.model) {
+            snprintf(name, sizeof name, "append_fsync_%s_model", mode);
+            bu_latencies(a, name, dlat, a->ops);
+            snprintf(name, sizeof name, "append_fsync_%s_model_uj_per_op", mode);
+            bu_print(a, name, (m1.energy_j - m0.energy_j) * 1e6 / (double)a->ops, "uJ");
         }
         snprintf(name, sizeof name, "append_fsync_%s_dev_flushes_per_op", mode);
         bu_print(a, name, (double)fst.dev_flushes / (double)a->ops, "");
@@ -355,13 +427,18 @@ static int bu_recovery(const struct bu_args *a)
             ret = bu_fail("copy image", -EIO);
     }
     free(blk);
+    struct ubj_bdev *top = copy;        /* the copy under the same models */
+    if (ret == 0 && tools_dev_wrap(a->models, a->clock, copy, &top) < 0)
+        ret = bu_fail(a->spec, -EINVAL);
+    if (top != copy)
+        copy = top;
     struct ubj_fs *fs2 = NULL;
     struct ubj_config cfg = { .mode = UBJ_MODE_UBJ, .flags = UBJ_MOUNT_NO_TIMER,
                               .nvm_path = crash };
-    uint64_t t0 = bu_now_ns();
+    uint64_t t0 = bu_now_ns(), d0 = tools_dev_now(copy);
     if (ret == 0 && ubj_mount(copy, &cfg, &fs2) < 0)
         ret = bu_fail("mount after crash", -EIO);
-    uint64_t mount_ns = bu_now_ns() - t0;
+    uint64_t mount_ns = bu_now_ns() - t0, dmount_ns = tools_dev_now(copy) - d0;
     struct ubj_fs_stats fst;
     if (ret == 0) {
         ubj_fs_stats_get(fs2, &fst);
@@ -373,6 +450,8 @@ static int bu_recovery(const struct bu_args *a)
         bu_print(a, "recovery_scan_ms_per_gib", (double)fst.recovery_ns / 1e6 / gib, "ms/GiB");
         bu_print(a, "recovery_mount_ms", (double)mount_ns / 1e6, "ms");
         bu_print(a, "recovery_mount_ms_per_gib", (double)mount_ns / 1e6 / gib, "ms/GiB");
+        if (a->models != NULL && a->models[0] != '\0')
+            bu_print(a, "recovery_mount_model_ms", (double)dmount_ns / 1e6, "ms");
     }
     ubj_bdev_destroy(copy);
     unlink(crash);
@@ -402,8 +481,9 @@ static int bu_warm(const struct bu_args *a, struct ubj_fs *fs, unsigned char *bu
 
 /* bu_mix -- ops/s of the create/write/(fsync)/unlink mix in `mode`:
  * rate[0] up to the last operation, rate[1] up to a final sync, rate[2]
- * the same per second of CPU time. */
-static int bu_mix(const struct bu_args *a, const char *mode, bool sync, double rate[3])
+ * the same per second of CPU time, rate[3] per second of modeled device
+ * time up to the final sync (0 without a model). */
+static int bu_mix(const struct bu_args *a, const char *mode, bool sync, double rate[4])
 {
     struct bu_mount m;
     unsigned char *buf = calloc(1, 8192);
@@ -411,7 +491,7 @@ static int bu_mix(const struct bu_args *a, const char *mode, bool sync, double r
     if (ret == 0)
         ret = bu_warm(a, m.fs, buf);
     char name[32];
-    uint64_t t0 = bu_now_ns(), c0 = bu_cpu_ns();
+    uint64_t t0 = bu_now_ns(), c0 = bu_cpu_ns(), d0 = ret == 0 ? tools_dev_now(m.dev) : 0;
     for (uint64_t i = 0; ret == 0 && i < a->mix_ops; i++) {
         struct ubj_stat st;
         snprintf(name, sizeof name, "m%llu", (unsigned long long)i);
@@ -435,6 +515,8 @@ static int bu_mix(const struct bu_args *a, const char *mode, bool sync, double r
         ret = bu_fail("sync", -EIO);
     rate[1] = (double)a->mix_ops / ((double)(bu_now_ns() - t0) / 1e9);
     rate[2] = (double)a->mix_ops / ((double)(bu_cpu_ns() - c0) / 1e9);
+    uint64_t dns = ret == 0 ? tools_dev_now(m.dev) - d0 : 0;
+    rate[3] = dns > 0 ? (double)a->mix_ops / ((double)dns / 1e9) : 0;
     if (bu_unmount(&m) < 0)
         ret = -1;
     free(buf);
@@ -460,21 +542,22 @@ static double bu_median(double *v, unsigned n)
  * final sync ("durable"). */
 static int bu_mixes(const struct bu_args *a)
 {
-    static const char *const end[3] = { "", "_durable", "_durable_cpu" };
+    static const char *const end[4] = { "", "_durable", "_durable_cpu", "_durable_model" };
+    bool model = a->models != NULL && a->models[0] != '\0';
     for (int sync = 1; sync >= 0; sync--) {
-        double vn[3][BU_MAXRUNS], vu[3][BU_MAXRUNS], r3[3];
+        double vn[4][BU_MAXRUNS], vu[4][BU_MAXRUNS], r3[4];
         for (unsigned r = 0; r < a->runs; r++) {
             if (bu_mix(a, UBJ_MODE_NONE, sync, r3) < 0)
                 return -1;
-            for (int e = 0; e < 3; e++)
+            for (int e = 0; e < 4; e++)
                 vn[e][r] = r3[e];
             if (bu_mix(a, UBJ_MODE_UBJ, sync, r3) < 0)
                 return -1;
-            for (int e = 0; e < 3; e++)
+            for (int e = 0; e < 4; e++)
                 vu[e][r] = r3[e];
         }
-        for (int e = 0; e < 3; e++) {
-            if (sync && e == 1)
+        for (int e = 0; e < 4; e++) {
+            if ((sync && e == 1) || (e == 3 && !model))
                 continue;   /* with fsync everything is durable already */
             double rn = bu_median(vn[e], a->runs), ru = bu_median(vu[e], a->runs);
             const char *k = sync ? "fsync" : "nosync";
@@ -497,20 +580,27 @@ int tools_bench_ubj_main(int argc, char **argv)
                          .recovery_size = 256u << 20, .cache_blocks = 16384,
                          .nvm_dir = "/dev/shm" };
     int ret = bu_parse(argc, argv, &a);
-    if (ret >= 0)
+    if (ret >= 0) {
+        free(a.models);
         return ret;
+    }
     const char *force = getenv("PMEM_IS_PMEM_FORCE");
     if (a.csv)
         printf("name,value\n");
     else
-        printf("ubjfs bench ubj: %s image, region in %s (%s), cache %u buffers\n",
-               a.file ? "file" : "ram", a.nvm_dir,
+        printf("ubjfs bench ubj: %s image%s, region in %s (%s), cache %u buffers\n",
+               a.models && a.models[0] ? a.spec : a.file ? "file" : "ram",
+               a.models && a.models[0] ? (a.clock == UBJ_CLOCK_REAL ? " (real clock)"
+                                                                   : " (virtual clock)") : "",
+               a.nvm_dir,
                force && strcmp(force, "1") == 0 ? "as pmem: cache-line flushes"
                                                 : "msync unless on DAX",
                a.cache_blocks);
+    ret = TOOLS_EXIT_OK;
     if (bu_append_fsync(&a, UBJ_MODE_UBJ) < 0 || bu_append_fsync(&a, UBJ_MODE_NONE) < 0 ||
         bu_recovery(&a) < 0 || bu_mixes(&a) < 0)
-        return TOOLS_EXIT_ERR;
+        ret = TOOLS_EXIT_ERR;
     fflush(stdout);
-    return TOOLS_EXIT_OK;
+    free(a.models);
+    return ret;
 }

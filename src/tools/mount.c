@@ -22,11 +22,23 @@
  * mount, drops its references and calls ubj_unmount (final commit, write
  * back, device flush, superblock clean) and exits 0, or 1 after logging
  * an unmount error (syslog when detached).
+ *
+ * --device SPEC puts timed model layers (include/ubjfs/model.h,
+ * docs/DEVICES.md) over the image file, on a real clock: every request
+ * blocks until the modeled device would have completed it, so programs
+ * using the mount see the modeled device's speed.  The model's
+ * statistics are written after the unmount, and whenever the daemon gets
+ * SIGUSR1, to --stats FILE (replaced each time) or else to stderr (with
+ * -f) or syslog (detached).  SIGUSR1 is blocked in every thread and taken
+ * by one thread with sigwait, so the report is not written from a signal
+ * handler.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,12 +55,15 @@
 struct mount_args {
     const char *image, *mountpoint;
     const char *mode, *nvm, *pidfile;
+    const char *device, *nvm_profile, *stats;   /* --device, --nvm-profile, --stats */
+    char *models;                        /* --device's model layers */
     uint64_t cache_bytes;                /* 0: the library's default */
     uint32_t commit_ms;                  /* 0: the library's default */
     bool foreground, debug, format_nvm;
     struct ubj_fuse_opts fo;
     char *fuse_opts;                     /* -o options left for libfuse */
     char image_abs[PATH_MAX], mnt_abs[PATH_MAX], nvm_abs[PATH_MAX];
+    char stats_abs[PATH_MAX];
 };
 
 /* mount_usage -- the --help text. */
@@ -70,6 +85,17 @@ static void mount_usage(void)
            "                         keep it with the image\n"
            "      --format-nvm       mode ubj: make the region anew (refused while it\n"
            "                         holds committed blocks not yet written home)\n"
+           "      --nvm-profile P    mode ubj: charge every store, flush and fence of\n"
+           "                         the region to NVM cost model P (dram, sttmram,\n"
+           "                         pcm, or a profile file); reported with the stats\n"
+           "  -D, --device SPEC      timed device model over the image, on a real\n"
+           "                         clock: hdd:hp_c2249a, hdd:modern7200, ssd:sata,\n"
+           "                         ssd:nvme, ssd:emmc, nand:slc, nand:mlc, with\n"
+           "                         ,key=value overrides (nand:slc,op_pct=20); see\n"
+           "                         docs/DEVICES.md.  Requests take the modeled time\n"
+           "      --stats FILE       write the model's statistics to FILE at unmount\n"
+           "                         and on SIGUSR1 (default: stderr with -f, else\n"
+           "                         syslog)\n"
            "  -c, --cache-size SIZE  buffer cache size, bytes with K/M/G suffix\n"
            "                         (default 64M, at least 256K)\n"
            "  -i, --commit-interval MS  milliseconds between background commits\n"
@@ -81,11 +107,10 @@ static void mount_usage(void)
            "  -o OPT[,OPT...]        mount options: FUSE's (allow_other, allow_root,\n"
            "                         nosuid, nodev, noexec, noatime, auto_unmount,\n"
            "                         fsname=NAME, max_read=N, ...) and these:\n"
-           "      writeback_cache    the kernel caches writes and sends them later:\n"
-           "                         faster, but a full file system or an I/O error\n"
-           "                         is then reported by fsync/close, not write(2)\n"
+           "      writeback_cache    the kernel caches writes and sends them later\n"
+           "                         (the default; ENOSPC still fails write(2))\n"
            "      no_writeback_cache every write reaches the daemon before write(2)\n"
-           "                         returns (the default)\n"
+           "                         returns\n"
            "      attr_timeout=S     seconds the kernel trusts attributes (default 10)\n"
            "      entry_timeout=S    seconds the kernel trusts names (default 10)\n"
            "      negative_timeout=S seconds it trusts that a name is absent (10)\n"
@@ -95,8 +120,9 @@ static void mount_usage(void)
            "                         checks permissions with the files' modes.\n"
            "      --help             print this help\n\n"
            "Exit status: 0 mounted (with -f: unmounted cleanly), 1 error, 2 usage\n"
-           "error.  After a crash, mount again: recovery runs at mount.\n",
-           tools_prog);
+           "error.  After a crash, mount again: recovery runs at mount.\n"
+           "Example: %s --device nand:slc --stats /tmp/st img /mnt\n",
+           tools_prog, tools_prog);
 }
 
 /* mount_seconds -- a non-negative decimal number of seconds. */
@@ -203,6 +229,15 @@ static int mount_opt_value(struct mount_args *a, int c, const char *arg)
     case 'p':
         a->pidfile = arg;
         return -1;
+    case 'D':
+        a->device = arg;
+        return -1;
+    case 'P':
+        a->nvm_profile = arg;
+        return -1;
+    case 'S':
+        a->stats = arg;
+        return -1;
     case 'o':
         return mount_opts(a, arg);
     case 'c':
@@ -234,12 +269,15 @@ static int mount_parse(int argc, char **argv, struct mount_args *a)
         { "foreground", no_argument, NULL, 'f' },
         { "debug", no_argument, NULL, 'd' },
         { "pid-file", required_argument, NULL, 'p' },
+        { "device", required_argument, NULL, 'D' },
+        { "nvm-profile", required_argument, NULL, 'P' },
+        { "stats", required_argument, NULL, 'S' },
         { "help", no_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
     int c;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "m:c:i:rfdp:o:", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:c:i:rfdp:o:D:", lo, NULL)) != -1) {
         int rc = -1;
         if (c == 'H') {
             mount_usage();
@@ -266,11 +304,65 @@ static int mount_parse(int argc, char **argv, struct mount_args *a)
     return -1;
 }
 
+/* mount_abs -- `path` made absolute into buf (the daemon runs in /);
+ * the path to use, or NULL (reported). */
+static const char *mount_abs(const char *path, char *buf, size_t len)
+{
+    char cwd[PATH_MAX];
+    if (path[0] == '/')
+        return path;
+    if (getcwd(cwd, sizeof cwd) == NULL ||
+        snprintf(buf, len, "%s/%s", cwd, path) >= (int)len) {
+        tools_err("%s: path too long", path);
+        return NULL;
+    }
+    return buf;
+}
+
+/* mount_check_model -- --device, --nvm-profile, --stats: the spec must
+ * name model layers only (the image is the leaf) and open; the profile
+ * must load.  -1 to go on, else an exit code. */
+static int mount_check_model(struct mount_args *a)
+{
+    if (a->device != NULL) {
+        const char *leaf;
+        int rc = tools_dev_split(a->device, &a->models, &leaf);
+        if (rc == -ENOMEM) {
+            tools_err("out of memory");
+            return TOOLS_EXIT_ERR;
+        }
+        if (rc < 0 || leaf != NULL || a->models[0] == '\0')
+            return tools_usage_err("bad --device '%s': model layers only (the image "
+                                   "is the device under them), e.g. nand:slc",
+                                   a->device);
+        rc = tools_dev_trial(a->models);
+        if (rc < 0)
+            return tools_usage_err("bad --device '%s': %s", a->device, tools_libmsg(rc));
+    }
+    if (a->nvm_profile != NULL) {
+        struct ubj_nvm_model *m;
+        int rc = ubj_nvm_model_create(a->nvm_profile, NULL, &m);
+        if (rc < 0)
+            return tools_usage_err("bad --nvm-profile '%s': %s", a->nvm_profile,
+                                   tools_libmsg(rc));
+        ubj_nvm_model_destroy(m);
+    }
+    if (a->stats != NULL && a->device == NULL)
+        return tools_usage_err("--stats needs --device");
+    if (a->stats != NULL &&
+        (a->stats = mount_abs(a->stats, a->stats_abs, sizeof a->stats_abs)) == NULL)
+        return TOOLS_EXIT_ERR;
+    return -1;
+}
+
 /* mount_check -- operands and mode before anything is started; -1 to go
  * on, else an exit code. */
 static int mount_check(struct mount_args *a)
 {
     struct stat st;
+    int mrc = mount_check_model(a);
+    if (mrc >= 0)
+        return mrc;
     if (a->mode != NULL) {
         struct ubj_format_opts fo = { .mode = a->mode };
         if (tools_format_trial(&fo) < 0)
@@ -280,16 +372,9 @@ static int mount_check(struct mount_args *a)
         a->nvm = getenv("UBJFS_NVM");        /* as the other tools */
     if (a->format_nvm && a->nvm == NULL)
         return tools_usage_err("--format-nvm needs --nvm");
-    if (a->nvm != NULL && a->nvm[0] != '/') {   /* the daemon runs in / */
-        char cwd[PATH_MAX];
-        if (getcwd(cwd, sizeof cwd) == NULL ||
-            snprintf(a->nvm_abs, sizeof a->nvm_abs, "%s/%s", cwd, a->nvm) >=
-                (int)sizeof a->nvm_abs) {
-            tools_err("%s: path too long", a->nvm);
-            return TOOLS_EXIT_ERR;
-        }
-        a->nvm = a->nvm_abs;
-    }
+    if (a->nvm != NULL &&
+        (a->nvm = mount_abs(a->nvm, a->nvm_abs, sizeof a->nvm_abs)) == NULL)
+        return TOOLS_EXIT_ERR;
     if (realpath(a->image, a->image_abs) == NULL) {
         tools_err("%s: %s", a->image, strerror(errno));
         return TOOLS_EXIT_ERR;
@@ -308,10 +393,132 @@ static int mount_check(struct mount_args *a)
 /* ---- the daemon ------------------------------------------------------------ */
 
 struct mount_run {
-    struct ubj_bdev *dev;
+    struct ubj_bdev *dev;               /* the stack: models over the image */
     struct ubj_fs *fs;
     struct ubj_fuse *fuse;
+    const struct mount_args *args;
+    pthread_t stats_thread;             /* takes SIGUSR1 (with --device) */
+    bool stats_running;
+    volatile bool stats_stop;           /* [set before the wake-up signal] */
 };
+
+/* mount_report_to -- the report on f, headed by a comment line. */
+static void mount_report_to(FILE *f, const struct mount_run *m,
+                            const struct ubj_fs_stats *fst, const char *when)
+{
+    fprintf(f, "# ubjfs mount statistics (%s): %s\n", when, m->args->image_abs);
+    (void)tools_dev_report(f, m->dev, m->args->device, fst);
+    fflush(f);
+}
+
+/* mount_report_file -- write the report to --stats FILE (via FILE.tmp and
+ * a rename, so a reader never sees half of it). */
+static void mount_report_file(const struct mount_run *m,
+                              const struct ubj_fs_stats *fst, const char *when)
+{
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", m->args->stats);
+    FILE *f = fopen(tmp, "w");
+    if (f != NULL) {
+        mount_report_to(f, m, fst, when);
+        if (fclose(f) == 0 && rename(tmp, m->args->stats) == 0)
+            return;
+    }
+    syslog(LOG_ERR, "%s: %s", m->args->stats, strerror(errno));
+    tools_err("%s: cannot write the statistics: %s", m->args->stats, strerror(errno));
+}
+
+/* mount_report_syslog -- the report as one syslog line. */
+static void mount_report_syslog(const struct mount_run *m,
+                                const struct ubj_fs_stats *fst, const char *when)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f == NULL)
+        return;
+    mount_report_to(f, m, fst, when);
+    fclose(f);
+    for (char *p = buf; p && *p; p++)
+        if (*p == '\n')
+            *p = ';';
+    syslog(LOG_INFO, "%s", buf ? buf : "");
+    free(buf);
+}
+
+/* mount_report -- the model's statistics where --stats and -f say. */
+static void mount_report(const struct mount_run *m, const struct ubj_fs_stats *fst,
+                         const char *when)
+{
+    if (m->args->device == NULL || m->dev == NULL)
+        return;
+    if (m->args->stats != NULL)
+        mount_report_file(m, fst, when);
+    else if (m->args->foreground)
+        mount_report_to(stderr, m, fst, when);
+    else
+        mount_report_syslog(m, fst, when);
+}
+
+/* mount_stats_main -- the SIGUSR1 thread: a report per signal. */
+static void *mount_stats_main(void *arg)
+{
+    struct mount_run *m = arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    for (;;) {
+        int sig;
+        if (sigwait(&set, &sig) != 0 || __atomic_load_n(&m->stats_stop, __ATOMIC_ACQUIRE))
+            break;
+        struct ubj_fs_stats fst;
+        ubj_fs_stats_get(m->fs, &fst);
+        mount_report(m, &fst, "SIGUSR1");
+    }
+    return NULL;
+}
+
+/* mount_stats_start -- start the SIGUSR1 thread (SIGUSR1 is blocked). */
+static void mount_stats_start(struct mount_run *m)
+{
+    if (m->args->device == NULL)
+        return;
+    if (pthread_create(&m->stats_thread, NULL, mount_stats_main, m) == 0)
+        m->stats_running = true;
+    else
+        syslog(LOG_WARNING, "no SIGUSR1 statistics: cannot start a thread");
+}
+
+/* mount_stats_stop -- wake the SIGUSR1 thread for the last time; join. */
+static void mount_stats_stop(struct mount_run *m)
+{
+    if (!m->stats_running)
+        return;
+    __atomic_store_n(&m->stats_stop, true, __ATOMIC_RELEASE);
+    pthread_kill(m->stats_thread, SIGUSR1);
+    pthread_join(m->stats_thread, NULL);
+    m->stats_running = false;
+}
+
+/* mount_open_dev -- the image, and the model layers over it on a real
+ * clock.  0 or -1 (reported). */
+static int mount_open_dev(const struct mount_args *a, struct mount_run *m)
+{
+    struct ubj_bdev *img;
+    unsigned bflags = UBJ_BDEV_EXCL | (a->fo.rdonly ? UBJ_BDEV_RDONLY : 0u);
+    int rc = ubj_bdev_file_open(a->image_abs, bflags, 0, &img);
+    if (rc < 0) {
+        tools_err("%s", tools_libmsg(rc));
+        return -1;
+    }
+    rc = tools_dev_wrap(a->models, UBJ_CLOCK_REAL, img, &m->dev);
+    if (rc < 0) {
+        tools_err("%s: --device %s: %s", a->image, a->device, tools_libmsg(rc));
+        ubj_bdev_destroy(img);
+        return -1;
+    }
+    return 0;
+}
 
 /* mount_start -- session, image, library mount, kernel mount.  0 or -1
  * (reported). */
@@ -325,12 +532,8 @@ static int mount_start(struct mount_args *a, struct mount_run *m)
         tools_err("bad mount options (-o %s)", a->fuse_opts ? a->fuse_opts : "");
         return -1;
     }
-    unsigned bflags = UBJ_BDEV_EXCL | (a->fo.rdonly ? UBJ_BDEV_RDONLY : 0u);
-    rc = ubj_bdev_file_open(a->image_abs, bflags, 0, &m->dev);
-    if (rc < 0) {
-        tools_err("%s", tools_libmsg(rc));
+    if (mount_open_dev(a, m) < 0)
         return -1;
-    }
     struct ubj_config cfg = { 0 };
     cfg.mode = a->mode;
     cfg.cache_blocks = (uint32_t)(a->cache_bytes / 4096);
@@ -338,6 +541,7 @@ static int mount_start(struct mount_args *a, struct mount_run *m)
     cfg.flags = a->fo.rdonly ? UBJ_MOUNT_RDONLY : 0u;
     cfg.nvm_path = a->nvm;
     cfg.nvm_flags = a->format_nvm ? UBJ_NVM_FORMAT : 0u;
+    cfg.nvm_profile = a->nvm_profile;
     rc = ubj_mount(m->dev, &cfg, &m->fs);
     if (rc < 0) {
         tools_err("%s: cannot mount: %s", a->image, tools_libmsg(rc));
@@ -351,19 +555,25 @@ static int mount_start(struct mount_args *a, struct mount_run *m)
     return 0;
 }
 
-/* mount_stop -- undo mount_start in reverse; the unmount's result. */
+/* mount_stop -- undo mount_start in reverse; the unmount's result.  The
+ * model's statistics are reported after the unmount's write-back. */
 static int mount_stop(struct mount_run *m, const char *image)
 {
     int ret = 0;
+    struct ubj_fs_stats fst;
+    memset(&fst, 0, sizeof fst);
+    mount_stats_stop(m);
     if (m->fuse != NULL)
         ubj_fuse_destroy(m->fuse);    /* kernel unmount, references dropped */
     if (m->fs != NULL) {
+        ubj_fs_stats_get(m->fs, &fst);
         int rc = ubj_unmount(m->fs);
         if (rc < 0) {
             syslog(LOG_ERR, "%s: unmount: %s", image, tools_libmsg(rc));
             tools_err("%s: unmount: %s", image, tools_libmsg(rc));
             ret = -1;
         }
+        mount_report(m, &fst, "unmount");
     }
     if (m->dev != NULL)
         ubj_bdev_destroy(m->dev);
@@ -401,7 +611,11 @@ static void mount_detach(void)
  * returns the exit code; `ready` (or -1) is written once mounted. */
 static int mount_serve(struct mount_args *a, int ready)
 {
-    struct mount_run m = { 0 };
+    struct mount_run m = { .args = a };
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &usr1, NULL);   /* inherited by every thread */
     openlog("ubjfs", LOG_PID, LOG_DAEMON);
     if (mount_start(a, &m) < 0) {
         (void)mount_stop(&m, a->image);
@@ -418,6 +632,7 @@ static int mount_serve(struct mount_args *a, int ready)
             syslog(LOG_WARNING, "%s: cannot tell the parent", a->image);
         close(ready);
     }
+    mount_stats_start(&m);
     int rc = ubj_fuse_loop(m.fuse);
     if (rc < 0)
         syslog(LOG_ERR, "%s: FUSE session failed: %s", a->image, strerror(-rc));
@@ -465,7 +680,7 @@ static int mount_background(struct mount_args *a)
 int tools_mount_main(int argc, char **argv)
 {
     struct mount_args a = { 0 };
-    a.fo.writeback_cache = false;   /* see -o writeback_cache in --help */
+    a.fo.writeback_cache = true;    /* see "WB" in src/fuse/fuse.c */
     a.fo.attr_timeout = UBJ_FUSE_ATTR_TIMEOUT;
     a.fo.entry_timeout = UBJ_FUSE_ENTRY_TIMEOUT;
     a.fo.negative_timeout = UBJ_FUSE_NEGATIVE_TIMEOUT;
@@ -475,5 +690,6 @@ int tools_mount_main(int argc, char **argv)
     if (rc < 0)
         rc = a.foreground ? mount_serve(&a, -1) : mount_background(&a);
     free(a.fuse_opts);
+    free(a.models);
     return rc;
 }

@@ -15,8 +15,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <time.h>
+#include "ubjfs/model.h"
 #include "ubjfs/ubjfs.h"
 
 #define TOOLS_VERSION "0.1.0"
@@ -45,7 +47,10 @@ int tools_inspect_main(int argc, char **argv);
 int tools_bench_main(int argc, char **argv);
 int tools_bench_ubj_main(int argc, char **argv);   /* bench_ubj.c: `bench ubj` */
 int tools_bench_modes_main(int argc, char **argv); /* bench_modes.c: `bench modes` */
+int tools_bench_run_main(int argc, char **argv);   /* bench_run.c: `bench run` */
+int tools_bench_headline_main(int argc, char **argv); /* bench_run.c: `bench` */
 int tools_mount_main(int argc, char **argv);   /* mount.c + src/fuse/ */
+int tools_crashtest_main(int argc, char **argv); /* crashtest.c + src/crash/ */
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -156,5 +161,45 @@ char *tools_join(const char *dir, const char *name);
 
 /* tools_uuid_string -- the usual 36-character text of a 16-byte uuid. */
 void tools_uuid_string(const uint8_t uuid[16], char out[37]);
+
+/* ---- timed device models (devmodel.c; include/ubjfs/model.h) ----------- */
+
+/* tools_dev_split -- cut a --device spec into its model layers (*models,
+ * malloc'd, "" if none) and its leaf (*leaf: a pointer into spec at "ram"
+ * or "file:PATH", or NULL when the spec names no leaf).  0; -EINVAL (empty
+ * layer, a leaf not last, "file:" without a path); -ENOMEM. */
+int tools_dev_split(const char *spec, char **models, const char **leaf);
+
+/* tools_dev_trial -- open `models` over a small RAM device and close it
+ * again.  0, or the error (ubj_errormsg() names the layer). */
+int tools_dev_trial(const char *models);
+
+/* tools_dev_wrap -- stack `models` over `leaf` on a new clock of `kind`
+ * (owned by the stack on success; on failure leaf is untouched).
+ * "" or NULL: *out = leaf.  0 or ubj_bdev_open_spec's error. */
+int tools_dev_wrap(const char *models, enum ubj_clock_kind kind,
+                   struct ubj_bdev *leaf, struct ubj_bdev **out);
+
+/* What a model had done at one moment (model false: no model). */
+struct tools_dev_mark {
+    bool model;
+    uint64_t ns;             /* the model's clock */
+    double energy_j;         /* device energy so far */
+    uint64_t bytes_written;
+};
+
+/* tools_dev_mark -- a mark of the topmost model in dev's stack. */
+void tools_dev_mark(struct ubj_bdev *dev, struct tools_dev_mark *m);
+
+/* tools_dev_now -- the model's clock in ns (0 without a model). */
+uint64_t tools_dev_now(struct ubj_bdev *dev);
+
+/* tools_dev_report -- the model's statistics as "name value" lines on f
+ * (device spec, clock, requests, bytes, busy time, queueing, service and
+ * response mean/p99, disk or flash counters, energy; the NVM cost model's
+ * time and energy from fst when not NULL).  0, or -EINVAL without a
+ * model (nothing printed). */
+int tools_dev_report(FILE *f, struct ubj_bdev *dev, const char *spec,
+                     const struct ubj_fs_stats *fst);
 
 #endif /* UBJ_TOOLS_TOOLS_H */

@@ -1,0 +1,142 @@
+/*
+ * bench/filebench.c -- the Filebench flowops our personalities use
+ * (filebench/flowop_library.c: createfile, deletefile, openfile,
+ * closefile, statfile, fsync, readwholefile, writewholefile,
+ * appendfilerand), over a bh_fileset (wl_util.c).
+ *
+ * A flowop that finds no suitable entry (no free slot to create, nothing
+ * to delete or open) does nothing and returns -1, as Filebench's flowop
+ * then retries on its next pass.  appendfilerand appends a size uniform
+ * in [1, iosize] (Filebench: random size up to iosize).  Processes run one
+ * at a time (harness.c), so an entry cannot be removed under a flowop
+ * sequence that opened it.
+ */
+#include <errno.h>
+#include "bench/bench_int.h"
+
+/* fb_scaled -- n x scale, at least 1. */
+uint64_t fb_scaled(struct bh_run *r, uint64_t n)
+{
+    double x = (double)n * bh_params_of(r)->scale;
+    return x < 1 ? 1 : (uint64_t)x;
+}
+
+/* fb_err -- a file-system error below -1. */
+static int64_t fb_err(int rc)
+{
+    return rc < 0 ? rc : 0;
+}
+
+/* fb_createfile -- create a free entry (empty; writewholefile fills it). */
+int64_t fb_createfile(struct bh_run *r, struct bh_fileset *fs, struct bh_proc *p)
+{
+    int64_t i = bh_fileset_pick(p, fs, false);
+    if (i < 0)
+        return -1;
+    char name[BH_NAME_LEN];
+    bh_fentry_name((uint64_t)i, name, sizeof name);
+    struct bh_fentry *e = &fs->e[i];
+    int rc = bh_create(r, e->dir, name, &e->ino);
+    if (rc < 0) {
+        e->ino = 0;
+        return fb_err(rc);
+    }
+    e->cur = 0;
+    fs->nexist++;
+    rc = bh_open(r, e->ino, 1);
+    return rc < 0 ? fb_err(rc) : i;
+}
+
+/* fb_deletefile -- unlink an existing entry. */
+int64_t fb_deletefile(struct bh_run *r, struct bh_fileset *fs, struct bh_proc *p)
+{
+    int64_t i = bh_fileset_pick(p, fs, true);
+    if (i < 0)
+        return -1;
+    char name[BH_NAME_LEN];
+    bh_fentry_name((uint64_t)i, name, sizeof name);
+    int rc = bh_unlink(r, fs->e[i].dir, name);
+    fs->e[i].ino = 0;
+    fs->e[i].cur = 0;
+    fs->nexist--;
+    return rc < 0 ? fb_err(rc) : i;
+}
+
+/* fb_openfile -- open an existing entry. */
+int64_t fb_openfile(struct bh_run *r, struct bh_fileset *fs, struct bh_proc *p)
+{
+    int64_t i = bh_fileset_pick(p, fs, true);
+    if (i < 0)
+        return -1;
+    int rc = bh_open(r, fs->e[i].ino, 2);
+    return rc < 0 ? fb_err(rc) : i;
+}
+
+/* fb_statfile -- stat an existing entry. */
+int64_t fb_statfile(struct bh_run *r, struct bh_fileset *fs, struct bh_proc *p)
+{
+    int64_t i = bh_fileset_pick(p, fs, true);
+    if (i < 0)
+        return -1;
+    struct ubj_stat st;
+    int rc = bh_stat(r, fs->e[i].ino, &st);
+    return rc < 0 ? fb_err(rc) : i;
+}
+
+/* fb_closefile -- close the entry. */
+int64_t fb_closefile(struct bh_run *r, struct bh_fileset *fs, int64_t idx)
+{
+    if (idx < 0)
+        return idx;
+    int rc = bh_close(r, fs->e[idx].ino);
+    return rc < 0 ? fb_err(rc) : idx;
+}
+
+/* fb_fsync -- fsync the entry. */
+int64_t fb_fsync(struct bh_run *r, struct bh_fileset *fs, int64_t idx)
+{
+    if (idx < 0)
+        return idx;
+    int rc = bh_fsync(r, fs->e[idx].ino, 0);
+    return rc < 0 ? fb_err(rc) : idx;
+}
+
+/* fb_readwholefile -- read the whole entry in iosize calls. */
+int64_t fb_readwholefile(struct bh_run *r, struct bh_fileset *fs, int64_t idx,
+                         uint64_t iosize)
+{
+    if (idx < 0)
+        return idx;
+    int64_t got = bh_read(r, fs->e[idx].ino, 0, fs->e[idx].cur, iosize);
+    return got < 0 ? fb_err((int)got) : idx;
+}
+
+/* fb_writewholefile -- write the entry's full size from offset 0. */
+int64_t fb_writewholefile(struct bh_run *r, struct bh_fileset *fs, int64_t idx,
+                          uint64_t iosize)
+{
+    if (idx < 0)
+        return idx;
+    struct bh_fentry *e = &fs->e[idx];
+    int rc = bh_write(r, e->ino, 0, e->size, iosize, BH_OP_WRITE);
+    if (rc < 0)
+        return fb_err(rc);
+    if (e->cur < e->size)
+        e->cur = e->size;
+    return idx;
+}
+
+/* fb_appendfilerand -- append [1, iosize] bytes. */
+int64_t fb_appendfilerand(struct bh_run *r, struct bh_fileset *fs, int64_t idx,
+                          struct bh_proc *p, uint64_t iosize)
+{
+    if (idx < 0)
+        return idx;
+    struct bh_fentry *e = &fs->e[idx];
+    uint64_t n = bh_range(p, 1, iosize);
+    int rc = bh_write(r, e->ino, e->cur, n, iosize, BH_OP_APPEND);
+    if (rc < 0)
+        return fb_err(rc);
+    e->cur += n;
+    return idx;
+}

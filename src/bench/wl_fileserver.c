@@ -1,0 +1,92 @@
+/*
+ * bench/wl_fileserver.c -- Filebench's fileserver personality
+ * (filebench/workloads/fileserver.f): a file server's mix of whole-file
+ * creates and writes, appends, whole-file reads, deletes and stats.
+ *
+ * fileserver.f defaults: nfiles 10000 (x scale), meandirwidth 20, filesize
+ * cvar-gamma mean 128 KiB gamma 1.5, nthreads 50, iosize 1 MiB,
+ * meanappendsize 16 KiB; fileset prealloc 80% (about 1 GiB at scale 1:
+ * give it image_blocks or a scale to match).
+ * One transaction = one pass over the thread's flowop list:
+ *   createfile; writewholefile 1m; closefile; openfile; appendfilerand
+ *   16k; closefile; openfile; readwholefile 1m; closefile; deletefile;
+ *   statfile.
+ * Default 1000 transactions (Filebench runs for a time).
+ * kv: nfiles, dirwidth, filesize, iosize, appendsize.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "bench/bench_int.h"
+#include "util/util.h"
+
+struct fsv_state {
+    struct bh_fileset set;
+    uint64_t iosize, append;
+};
+
+static const char *const fsv_keys[] = {
+    "nfiles", "dirwidth", "filesize", "iosize", "appendsize", NULL
+};
+
+/* fsv_init -- the bigfileset. */
+static int fsv_init(struct bh_run *r)
+{
+    struct fsv_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return ubj_set_error(-ENOMEM, "bench fileserver: out of memory");
+    bh_set_state(r, s);
+    uint64_t nfiles, width, fsize;
+    int rc = bh_kv_check(r, fsv_keys);
+    if (rc == 0) rc = bh_kv_u64(r, "nfiles", 10000, &nfiles);
+    if (rc == 0) rc = bh_kv_u64(r, "dirwidth", 20, &width);
+    if (rc == 0) rc = bh_kv_u64(r, "filesize", 131072, &fsize);
+    if (rc == 0) rc = bh_kv_u64(r, "iosize", 1 << 20, &s->iosize);
+    if (rc == 0) rc = bh_kv_u64(r, "appendsize", 16384, &s->append);
+    if (rc == 0 && (s->append == 0 || s->append > BH_IO_MAX || s->iosize == 0 ||
+                    fsize == 0))
+        rc = ubj_set_error(-EINVAL, "bench fileserver: sizes must be 1 .. 1 MiB");
+    if (rc == 0)
+        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, nfiles),
+                             width, (double)fsize, 1.5, 80, s->iosize);
+    return rc;
+}
+
+/* fsv_op -- one pass of the flowop list. */
+static int fsv_op(struct bh_run *r, struct bh_proc *p)
+{
+    struct fsv_state *s = bh_state(r);
+    struct bh_fileset *fs = &s->set;
+    int64_t fd = fb_createfile(r, fs, p);
+    if (fd >= -1) fd = fb_writewholefile(r, fs, fd, s->iosize);
+    if (fd >= -1) fd = fb_closefile(r, fs, fd);
+    if (fd >= -1) fd = fb_openfile(r, fs, p);
+    if (fd >= -1) fd = fb_appendfilerand(r, fs, fd, p, s->append);
+    if (fd >= -1) fd = fb_closefile(r, fs, fd);
+    if (fd >= -1) fd = fb_openfile(r, fs, p);
+    if (fd >= -1) fd = fb_readwholefile(r, fs, fd, s->iosize);
+    if (fd >= -1) fd = fb_closefile(r, fs, fd);
+    if (fd >= -1) fd = fb_deletefile(r, fs, p);
+    if (fd >= -1) fd = fb_statfile(r, fs, p);
+    return fd < -1 ? (int)fd : 0;
+}
+
+/* fsv_fini -- free the state. */
+static void fsv_fini(struct bh_run *r)
+{
+    struct fsv_state *s = bh_state(r);
+    if (s != NULL)
+        bh_fileset_free(&s->set);
+    free(s);
+    bh_set_state(r, NULL);
+}
+
+const struct bh_workload bh_wl_fileserver = {
+    .name = "fileserver",
+    .summary = "Filebench fileserver.f: whole-file create/write/append/read/"
+               "delete/stat",
+    .default_procs = 50,
+    .default_ops = 1000,
+    .init = fsv_init,
+    .op = fsv_op,
+    .fini = fsv_fini,
+};

@@ -1,0 +1,93 @@
+/*
+ * bench/wl_varmail.c -- Filebench's varmail personality
+ * (filebench/workloads/varmail.f): a mail server's /var/mail, each thread
+ * looping over delete, create + append + fsync, open + read + append +
+ * fsync, open + read.
+ *
+ * varmail.f defaults: nfiles 1000 (x scale), meandirwidth 1000000 (one
+ * directory), filesize cvar-gamma mean 16 KiB gamma 1.5, nthreads 16,
+ * iosize 1 MiB, meanappendsize 16 KiB; fileset prealloc 80%.
+ * One transaction = one pass over the thread's flowop list:
+ *   deletefile; createfile; appendfilerand 16k; fsync; closefile;
+ *   openfile; readwholefile 1m; appendfilerand 16k; fsync; closefile;
+ *   openfile; readwholefile 1m; closefile.
+ * Filebench runs for a time; our default is 2000 transactions.
+ * kv: nfiles, dirwidth, filesize, iosize, appendsize.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "bench/bench_int.h"
+#include "util/util.h"
+
+struct vm_state {
+    struct bh_fileset set;
+    uint64_t iosize, append;
+};
+
+static const char *const vm_keys[] = {
+    "nfiles", "dirwidth", "filesize", "iosize", "appendsize", NULL
+};
+
+/* vm_init -- the bigfileset. */
+static int vm_init(struct bh_run *r)
+{
+    struct vm_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return ubj_set_error(-ENOMEM, "bench varmail: out of memory");
+    bh_set_state(r, s);
+    uint64_t nfiles, width, fsize;
+    int rc = bh_kv_check(r, vm_keys);
+    if (rc == 0) rc = bh_kv_u64(r, "nfiles", 1000, &nfiles);
+    if (rc == 0) rc = bh_kv_u64(r, "dirwidth", 1000000, &width);
+    if (rc == 0) rc = bh_kv_u64(r, "filesize", 16384, &fsize);
+    if (rc == 0) rc = bh_kv_u64(r, "iosize", 1 << 20, &s->iosize);
+    if (rc == 0) rc = bh_kv_u64(r, "appendsize", 16384, &s->append);
+    if (rc == 0 && (s->append == 0 || s->append > BH_IO_MAX || s->iosize == 0 ||
+                    fsize == 0))
+        rc = ubj_set_error(-EINVAL, "bench varmail: sizes must be 1 .. 1 MiB");
+    if (rc == 0)
+        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, nfiles),
+                             width, (double)fsize, 1.5, 80, s->iosize);
+    return rc;
+}
+
+/* vm_op -- one pass of the flowop list. */
+static int vm_op(struct bh_run *r, struct bh_proc *p)
+{
+    struct vm_state *s = bh_state(r);
+    struct bh_fileset *fs = &s->set;
+    int64_t rc = fb_deletefile(r, fs, p);
+    int64_t fd = rc < -1 ? rc : fb_createfile(r, fs, p);
+    if (fd >= -1) fd = fb_appendfilerand(r, fs, fd, p, s->append);
+    if (fd >= -1) fd = fb_fsync(r, fs, fd);
+    if (fd >= -1) fd = fb_closefile(r, fs, fd);
+    if (fd >= -1) fd = fb_openfile(r, fs, p);
+    if (fd >= -1) fd = fb_readwholefile(r, fs, fd, s->iosize);
+    if (fd >= -1) fd = fb_appendfilerand(r, fs, fd, p, s->append);
+    if (fd >= -1) fd = fb_fsync(r, fs, fd);
+    if (fd >= -1) fd = fb_closefile(r, fs, fd);
+    if (fd >= -1) fd = fb_openfile(r, fs, p);
+    if (fd >= -1) fd = fb_readwholefile(r, fs, fd, s->iosize);
+    if (fd >= -1) fd = fb_closefile(r, fs, fd);
+    return fd < -1 ? (int)fd : 0;
+}
+
+/* vm_fini -- free the state. */
+static void vm_fini(struct bh_run *r)
+{
+    struct vm_state *s = bh_state(r);
+    if (s != NULL)
+        bh_fileset_free(&s->set);
+    free(s);
+    bh_set_state(r, NULL);
+}
+
+const struct bh_workload bh_wl_varmail = {
+    .name = "varmail",
+    .summary = "Filebench varmail.f: mail server (create/append/fsync/read/delete)",
+    .default_procs = 16,
+    .default_ops = 2000,
+    .init = vm_init,
+    .op = vm_op,
+    .fini = vm_fini,
+};

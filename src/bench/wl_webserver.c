@@ -1,0 +1,94 @@
+/*
+ * bench/wl_webserver.c -- Filebench's webserver personality
+ * (filebench/workloads/webserver.f): whole-file reads of many small files
+ * and an append to a shared log.
+ *
+ * webserver.f defaults: nfiles 1000 (x scale), meandirwidth 20, filesize
+ * cvar-gamma mean 16 KiB gamma 1.5, nthreads 100, iosize 1 MiB,
+ * meanappendsize 16 KiB; bigfileset prealloc 100%; logfiles: 1 entry
+ * (prealloc, empty here: it only grows).
+ * One transaction = one pass over the thread's flowop list:
+ *   10 x (openfile; readwholefile 1m; closefile); appendfilerand 16k
+ *   to the log file.
+ * Default 2000 transactions.
+ * kv: nfiles, dirwidth, filesize, iosize, appendsize.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "bench/bench_int.h"
+#include "util/util.h"
+
+struct ws_state {
+    struct bh_fileset set, log;
+    uint64_t iosize, append;
+};
+
+static const char *const ws_keys[] = {
+    "nfiles", "dirwidth", "filesize", "iosize", "appendsize", NULL
+};
+
+/* ws_init -- bigfileset and the log. */
+static int ws_init(struct bh_run *r)
+{
+    struct ws_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return ubj_set_error(-ENOMEM, "bench webserver: out of memory");
+    bh_set_state(r, s);
+    uint64_t nfiles, width, fsize;
+    int rc = bh_kv_check(r, ws_keys);
+    if (rc == 0) rc = bh_kv_u64(r, "nfiles", 1000, &nfiles);
+    if (rc == 0) rc = bh_kv_u64(r, "dirwidth", 20, &width);
+    if (rc == 0) rc = bh_kv_u64(r, "filesize", 16384, &fsize);
+    if (rc == 0) rc = bh_kv_u64(r, "iosize", 1 << 20, &s->iosize);
+    if (rc == 0) rc = bh_kv_u64(r, "appendsize", 16384, &s->append);
+    if (rc == 0 && (s->append == 0 || s->append > BH_IO_MAX || s->iosize == 0 ||
+                    fsize == 0))
+        rc = ubj_set_error(-EINVAL, "bench webserver: sizes must be 1 .. 1 MiB");
+    if (rc == 0)
+        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, nfiles),
+                             width, (double)fsize, 1.5, 100, s->iosize);
+    if (rc == 0)
+        rc = bh_fileset_make(r, &s->log, "logfiles", 1, width, 1.0, 0, 0,
+                             s->iosize);
+    if (rc == 0)
+        rc = fb_createfile(r, &s->log, bh_setup_proc(r)) < 0 ? -EIO : 0;
+    if (rc == 0)
+        rc = (int)fb_closefile(r, &s->log, 0);
+    return rc < 0 ? rc : 0;
+}
+
+/* ws_op -- one pass of the flowop list. */
+static int ws_op(struct bh_run *r, struct bh_proc *p)
+{
+    struct ws_state *s = bh_state(r);
+    int64_t fd = 0;
+    for (unsigned k = 0; k < 10 && fd >= -1; k++) {
+        fd = fb_openfile(r, &s->set, p);
+        if (fd >= -1) fd = fb_readwholefile(r, &s->set, fd, s->iosize);
+        if (fd >= -1) fd = fb_closefile(r, &s->set, fd);
+    }
+    if (fd >= -1) fd = fb_appendfilerand(r, &s->log, 0, p, s->append);
+    return fd < -1 ? (int)fd : 0;
+}
+
+/* ws_fini -- free the state. */
+static void ws_fini(struct bh_run *r)
+{
+    struct ws_state *s = bh_state(r);
+    if (s != NULL) {
+        bh_fileset_free(&s->set);
+        bh_fileset_free(&s->log);
+    }
+    free(s);
+    bh_set_state(r, NULL);
+}
+
+const struct bh_workload bh_wl_webserver = {
+    .name = "webserver",
+    .summary = "Filebench webserver.f: 10 whole-file reads + a log append",
+    .default_procs = 100,
+    .default_ops = 2000,
+    .init = ws_init,
+    .op = ws_op,
+    .fini = ws_fini,
+};

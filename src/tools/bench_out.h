@@ -1,0 +1,110 @@
+/*
+ * bench_out.h -- the output of `ubjfs bench run` and of the headline
+ * experiment (src/tools/bench_out.c): the results table, the ratio table
+ * (ubj over ordered and over journal), CSV, JSON and gnuplot plots.
+ *
+ * Everything here works on an array of rows, one per bh_run() (a
+ * workload x mode x device), and touches no file system: the tests
+ * (tests/bench_cli/) drive it with hand-made rows.  The CSV columns and
+ * the JSON fields are documented in docs/TOOLS.md ("bench run output").
+ * Functions return 0 or a negative errno; they write no message (the
+ * caller names the file).
+ */
+#ifndef UBJ_TOOLS_BENCH_OUT_H
+#define UBJ_TOOLS_BENCH_OUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "bench/harness.h"
+
+#define TOOLS_BOUT_SCHEMA "ubjfs-bench/1"   /* JSON "schema", CSV comment */
+
+/* struct tools_bout_row -- one run: what was asked and what bh_run() measured. */
+struct tools_bout_row {
+    double scale;           /* the file-set scale asked for (0 = workload default) */
+    uint64_t ops_asked;     /* transactions asked for (0 = workload default) */
+    uint64_t seed;
+    const char *clock;      /* "virtual" or "real" */
+    struct bh_result r;
+};
+
+/* struct tools_bout_meta -- the whole invocation (JSON "config" and the
+ * table's banner). */
+struct tools_bout_meta {
+    const char *command;    /* "run" or "headline" */
+    const char *clock;      /* "virtual" or "real" */
+    uint64_t seed;
+    unsigned procs;         /* 0 = workload defaults */
+    uint64_t think_ns;
+    uint32_t cache_blocks;
+    uint64_t image_blocks;
+    uint32_t commit_interval_ms;
+    const char *nvm_profile;
+    double wall_s;          /* host seconds of the whole invocation */
+    uint64_t op_cpu_ns;     /* CPU ns charged per file-system call */
+    bool final_sync;        /* elapsed time includes the final sync */
+};
+
+/* struct tools_bout_ratio -- mode `num` over mode `den` on one workload
+ * and device: throughput ratio (ops/s) and elapsed-time ratio. */
+struct tools_bout_ratio {
+    const char *workload, *device;
+    double thr, elapsed;
+};
+
+/* struct tools_bout_mean -- the means of a set of ratios. */
+struct tools_bout_mean {
+    size_t n;
+    double thr_geo, el_geo;     /* geometric means */
+    double thr_arith, el_arith; /* arithmetic means */
+};
+
+/* tools_bout_table -- the results table (one line per row) on f. */
+int tools_bout_table(FILE *f, const struct tools_bout_row *rows, size_t n);
+
+/*
+ * tools_bout_ratios -- for each (workload, device) holding a row of mode
+ * `num` and one of mode `den` (first match each, in row order), the
+ * ratios into out[0..max).  Returns how many (<= max).
+ */
+size_t tools_bout_ratios(const struct tools_bout_row *rows, size_t n,
+                         const char *num, const char *den,
+                         struct tools_bout_ratio *out, size_t max);
+
+/* tools_bout_mean -- geometric and arithmetic means of r[0..n) (ratios
+ * that are not finite and positive are left out; m->n counts the rest). */
+void tools_bout_mean(const struct tools_bout_ratio *r, size_t n,
+                     struct tools_bout_mean *m);
+
+/* tools_bout_ratio_table -- the ratios of `num` over each of dens[0..ndens)
+ * on f, per workload and device, then the geometric and the arithmetic
+ * mean.  Prints nothing (and returns 0) when no pair exists. */
+int tools_bout_ratio_table(FILE *f, const struct tools_bout_row *rows, size_t n,
+                           const char *num, const char *const *dens, size_t ndens);
+
+/* tools_bout_csv -- a header line and one line per row (RFC 4180). */
+int tools_bout_csv(FILE *f, const struct tools_bout_row *rows, size_t n);
+
+/* tools_bout_json -- one JSON object: schema, config, results, ratios. */
+int tools_bout_json(FILE *f, const struct tools_bout_meta *meta,
+                    const struct tools_bout_row *rows, size_t n);
+
+/*
+ * tools_bout_plots -- into directory `dir` (which must exist): the data
+ * files, a gnuplot script plots.gp, and, by running `gnuplot` (from PATH)
+ * on it, per device (DEVICE = the spec with [^A-Za-z0-9.+-] as '-'):
+ * throughput-DEVICE.svg (one panel per workload, one bar per mode) and
+ * bytes-DEVICE.svg (one panel per workload; storage bytes written by
+ * category stacked, one bar per mode).  Returns 0,
+ * -ENOPKG when gnuplot is not installed (the script is written), -EIO
+ * when gnuplot failed, or the errno of a file it could not write.
+ */
+int tools_bout_plots(const char *dir, const struct tools_bout_row *rows, size_t n,
+                     const char *title);
+
+/* tools_bout_opname -- the lower-case name of operation kind k ("create"). */
+const char *tools_bout_opname(enum bh_opkind k);
+
+#endif /* UBJ_TOOLS_BENCH_OUT_H */

@@ -1,0 +1,331 @@
+/*
+ * tests/crash/explore.c -- the crash-state explorer (src/crash/, issue 8):
+ * the workload language, the oracle's data rules, a quick exploration of
+ * generated workloads in ubj, ordered, journal and writeback (zero
+ * failures, with crashes during recovery), and the cases that must fail:
+ * mode `none` and every test-only broken variant (src/txn/ubj.h,
+ * src/txn/journal.h) must be reported.
+ *
+ * Environment: UBJ_CRASH_SEED (default 1).
+ */
+#include "testutil.h"
+#include <unistd.h>
+#include "crash/crash.h"
+
+/* cfg -- the explorer's configuration for mode m. */
+static struct cx_config cfg(const char *m)
+{
+    struct cx_config c;
+    cx_config_default(&c);
+    c.mode = m;
+    c.seed = tprng_env_seed("UBJ_CRASH_SEED", 1);
+    return c;
+}
+
+/* parse -- a workload from text (must parse). */
+static void parse(const char *text, struct cx_workload *w)
+{
+    int rc = cx_workload_parse(text, "test", w);
+    if (rc != 0)
+        fail_msg("parse: %d %s", rc, ubj_errormsg());
+}
+
+/* explore -- run one exploration; returns its failures. */
+static uint64_t explore(const struct cx_config *c, const struct cx_workload *w,
+                        struct cx_result *r)
+{
+    memset(r, 0, sizeof *r);
+    int rc = cx_explore(c, w, r);
+    if (rc != 0)
+        fail_msg("explore %s in %s: %d %s", w->name, c->mode, rc, ubj_errormsg());
+    if (r->failures)
+        fprintf(stderr, "  %s %s: %llu/%llu states failed; first: %s: %s\n", c->mode,
+                w->name, (unsigned long long)r->failures, (unsigned long long)r->states,
+                r->first.point, r->first.why);
+    return r->failures;
+}
+
+/* the language: every op parses, formats back to the same line, and
+ * bad lines are refused with the line number. */
+static void test_language(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "# setup\nmkdir /A\ncreat /A/f\nbegin\n"
+        "write /A/f 4096 8192\nappend /A/f 48\ntruncate /A/f 5008\n"
+        "fallocate /A/f 0 16384 keep\nfallocate /A/f 0 4K\nlink /A/f /g\n"
+        "unlink /g\nrename /A/f /h  # trailing comment\nrmdir /A\nsymlink /h /s\n"
+        "setxattr /h user.k 64\nremovexattr /h user.k\nfsync /h\nfdatasync /h\nsync\n"
+        "open /h\nclose /h\ntick\n";
+    struct cx_workload w, w2;
+    parse(text, &w);
+    assert_int_equal(w.nsetup, 2);
+    assert_int_equal(w.nops, 18);
+    assert_int_equal(w.ops[4].len, 4096);         /* 4K */
+    assert_int_equal(w.ops[3].keep_size, 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cx_workload_write(f, &w, "a comment\non two lines");
+    fclose(f);
+    parse(buf, &w2);
+    assert_int_equal(w2.nops, w.nops);
+    assert_int_equal(w2.nsetup, w.nsetup);
+    assert_memory_equal(w2.ops, w.ops, w.nops * sizeof w.ops[0]);
+    assert_non_null(strstr(buf, "# on two lines\n"));
+    free(buf);
+    static const char *const bad[] = {
+        "frobnicate /a\n", "write /a 1 16\n", "write a 0 16\n", "creat\n",
+        "sync /a\n", "write /a 0 512K\n", "begin\nbegin\n", "setxattr /a user.x 2048\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(cx_workload_parse(bad[i], "bad", &w), -EINVAL);
+        assert_non_null(strstr(ubj_errormsg(), "bad:"));
+    }
+}
+
+/* the data cells: foreign, stale, garbage and zero cells are told apart,
+ * and ORDERED accepts exactly the later versions of the same cell. */
+static void test_oracle_cells(void **state)
+{
+    (void)state;
+    struct ubj_bdev *dev;
+    struct ubj_fs *fs;
+    ubj_test_fs_new(1024, &dev, &fs);
+    struct ubj_stat st;
+    assert_ok(ubj_create(fs, UBJ_ROOT_INO, "f", 0644, NULL, &st));
+    uint8_t buf[4096];
+    cx_fill(buf, sizeof buf, st.ino, 0, 300);
+    assert_int_equal(ubj_pwrite(fs, st.ino, buf, sizeof buf, 0), 4096);
+    struct cx_tree *ref, *t;
+    assert_ok(cx_tree_take(fs, &ref));
+    char why[300];
+    struct { uint64_t id, off; uint32_t ver; int zero, exact_ok, ordered_ok; const char *word; }
+    cases[] = {
+        { 0, 0, 0, 0, 1, 1, NULL },                  /* unchanged */
+        { st.ino, 64, 310, 0, 0, 1, NULL },          /* a later version: ordered only */
+        { st.ino, 64, 320, 0, 0, 0, "not yet started" },   /* beyond hi */
+        { st.ino, 64, 200, 0, 0, 0, "stale data" },  /* an older version */
+        { st.ino + 1, 64, 310, 0, 0, 0, "foreign" }, /* another file's */
+        { st.ino, 128, 310, 0, 0, 0, "foreign" },    /* another offset's */
+        { 0, 0, 0, 1, 0, 0, "zeros" },               /* a stale zero block */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t cell[16] = { 0 };
+        if (i > 0 && !cases[i].zero) {
+            cx_fill(cell, 16, cases[i].id, cases[i].off, cases[i].ver);
+            assert_int_equal(ubj_pwrite(fs, st.ino, cell, 16, 64), 16);
+        } else if (cases[i].zero) {
+            assert_int_equal(ubj_pwrite(fs, st.ino, cell, 16, 64), 16);
+        }
+        assert_ok(cx_tree_take(fs, &t));
+        why[0] = '\0';
+        assert_int_equal(cx_tree_match(t, ref, CX_DATA_EXACT, 315, 1, why, sizeof why),
+                         cases[i].exact_ok);
+        int o = cx_tree_match(t, ref, CX_DATA_ORDERED, 315, 1, why, sizeof why);
+        assert_int_equal(o, cases[i].ordered_ok);
+        if (cases[i].word && strstr(why, cases[i].word) == NULL)
+            fail_msg("case %zu: '%s' does not say '%s'", i, why, cases[i].word);
+        if (cases[i].zero)
+            assert_int_equal(cx_tree_match(t, ref, CX_DATA_ORDERED | CX_DATA_ZERO_OK, 315,
+                                           1, why, sizeof why), 1);
+        assert_int_equal(cx_tree_match(t, ref, CX_DATA_ANY, 315, 1, why, sizeof why), 1);
+        cx_tree_free(t);
+        assert_int_equal(ubj_pwrite(fs, st.ino, buf + 64, 16, 64), 16);   /* restore */
+    }
+    /* metadata: a missing name and a size change are never accepted */
+    assert_ok(ubj_create(fs, UBJ_ROOT_INO, "g", 0644, NULL, NULL));
+    assert_ok(cx_tree_take(fs, &t));
+    assert_int_equal(cx_tree_match(t, ref, CX_DATA_ANY, 315, 0, why, sizeof why), 0);
+    assert_non_null(strstr(why, "/g exists"));
+    assert_int_equal(cx_tree_match(ref, t, CX_DATA_ANY, 315, 0, why, sizeof why), 0);
+    assert_non_null(strstr(why, "/g is missing"));
+    cx_tree_free(t);
+    /* counts: an open unlinked file (an orphan) keeps its space */
+    struct cx_tree *before;
+    assert_ok(ubj_unlink(fs, UBJ_ROOT_INO, "g"));
+    assert_ok(cx_tree_take(fs, &before));
+    struct ubj_stat h;
+    assert_ok(ubj_create(fs, UBJ_ROOT_INO, "h", 0644, NULL, &h));
+    assert_int_equal(ubj_pwrite(fs, h.ino, buf, sizeof buf, 0), 4096);
+    assert_ok(ubj_open(fs, h.ino, O_RDONLY));
+    assert_ok(ubj_unlink(fs, UBJ_ROOT_INO, "h"));
+    assert_ok(cx_tree_take(fs, &t));
+    assert_int_equal(cx_tree_match(t, before, CX_DATA_EXACT, 315, 0, why, sizeof why), 1);
+    assert_int_equal(cx_tree_match(t, before, CX_DATA_EXACT, 315, 1, why, sizeof why), 0);
+    assert_non_null(strstr(why, "not reclaimed"));
+    cx_tree_free(t);
+    assert_ok(ubj_release(fs, h.ino));
+    assert_ok(cx_tree_take(fs, &t));
+    assert_int_equal(cx_tree_match(t, before, CX_DATA_EXACT, 315, 1, why, sizeof why), 1);
+    cx_tree_free(t);
+    cx_tree_free(before);
+    cx_tree_free(ref);
+    ubj_test_fs_done(dev, fs);
+}
+
+/* a quick exploration of generated workloads in mode m: no failure. */
+static void quick_mode(const char *m)
+{
+    struct cx_config c = cfg(m);
+    c.dcrash = 15;                      /* crash some recoveries too */
+    c.samples = 4;
+    uint64_t states = 0, runs = 0;
+    unsigned n = cx_gen_variants() / CX_GEN_SUFFIXES, bad = 0;
+    for (unsigned i = 0; i < n; i += 2) {  /* every other core op, suffixes rotating */
+        struct cx_workload w = { .nops = 0 };
+        cx_workload_default_setup(&w);
+        assert_ok(cx_gen_item(&w, i * CX_GEN_SUFFIXES + (i / 2) % CX_GEN_SUFFIXES));
+        struct cx_result r;
+        bad += explore(&c, &w, &r) != 0;
+        states += r.states;
+        runs += r.runs;
+    }
+    fprintf(stderr, "  mode %s: %llu states, %llu runs\n", m, (unsigned long long)states,
+            (unsigned long long)runs);
+    assert_int_equal(bad, 0);
+    assert_true(states > 20 * n);
+}
+
+static void test_quick_ubj(void **state) { (void)state; quick_mode("ubj"); }
+static void test_quick_ordered(void **state) { (void)state; quick_mode("ordered"); }
+static void test_quick_journal(void **state) { (void)state; quick_mode("journal"); }
+static void test_quick_writeback(void **state) { (void)state; quick_mode("writeback"); }
+
+/* orphans: a file unlinked while open is reclaimed by every recovery, and
+ * a rename over an open target too; free counts are compared. */
+static void test_orphans(void **state)
+{
+    (void)state;
+    static const char *const modes[] = { "ubj", "ordered", "journal" };
+    struct cx_workload w;
+    parse("creat /a\nwrite /a 0 20K\nsync\nbegin\nopen /a\nunlink /a\nfsync /\n"
+          "creat /b\nwrite /b 0 8K\nopen /b\nrename /a2 /b\nsync\n", &w);
+    /* rename /a2 fails (ENOENT) on both sides: a failing op is harmless */
+    for (int m = 0; m < 3; m++) {
+        struct cx_config c = cfg(modes[m]);
+        c.dcrash = 7;
+        struct cx_result r;
+        assert_int_equal(explore(&c, &w, &r), 0);
+        assert_true(r.states > 20);
+    }
+}
+
+/* expect_caught -- workload text in mode m with broken variant b (NULL:
+ * none) must produce failures. */
+static void expect_caught(const char *m, const char *b, const char *text)
+{
+    struct cx_workload w;
+    parse(text, &w);
+    struct cx_config c = cfg(m);
+    c.stop_at_first = 1;
+    if (b)
+        assert_ok(cx_set_break(b));
+    struct cx_result r;
+    uint64_t f = explore(&c, &w, &r);
+    assert_ok(cx_set_break("none"));
+    fprintf(stderr, "  %s%s%s: caught after %llu states: %s\n", m, b ? " broken " : "",
+            b ? b : "", (unsigned long long)r.states, r.first.why);
+    if (f == 0)
+        fail_msg("mode %s, variant %s: not caught in %llu states", m, b ? b : "-",
+                 (unsigned long long)r.states);
+    /* and the same workload passes unbroken (except in none) */
+    if (b) {
+        c.stop_at_first = 0;
+        assert_int_equal(explore(&c, &w, &r), 0);
+    }
+}
+
+static const char wl_overwrite[] =
+    "creat /f\nwrite /f 0 8K\nbegin\nwrite /f 0 4K\nfsync /f\nwrite /f 0 4K\nfsync /f\n";
+static const char wl_rename[] =
+    "creat /f\nwrite /f 0 8K\nmkdir /d\nbegin\ncreat /d/n\nwrite /d/n 0 4K\n"
+    "rename /d/n /f\nfsync /d\nsync\ncreat /g\nfsync /g\n";
+
+/* mode none makes no promise: the explorer must say so. */
+static void test_none_inconsistent(void **state)
+{
+    (void)state;
+    expect_caught("none", NULL, wl_rename);
+}
+
+static void test_broken_ubj_data_flush(void **state)
+{
+    (void)state;
+    expect_caught("ubj", "ubj-data-flush", wl_overwrite);
+}
+
+static void test_broken_ubj_commit_persist(void **state)
+{
+    (void)state;
+    expect_caught("ubj", "ubj-commit-persist", wl_overwrite);
+}
+
+static void test_broken_ubj_early_free(void **state)
+{
+    (void)state;
+    expect_caught("ubj", "ubj-early-free", wl_overwrite);
+}
+
+static void test_broken_ubj_ckpt_flush(void **state)
+{
+    (void)state;
+    expect_caught("ubj", "ubj-ckpt-flush", wl_rename);
+}
+
+static void test_broken_journal_commit_flush(void **state)
+{
+    (void)state;
+    expect_caught("ordered", "journal-commit-flush", wl_overwrite);
+    expect_caught("journal", "journal-commit-flush", wl_overwrite);
+}
+
+static void test_broken_journal_ckpt_flush(void **state)
+{
+    (void)state;
+    expect_caught("ordered", "journal-ckpt-flush", wl_rename);
+    expect_caught("journal", "journal-ckpt-flush", wl_rename);
+}
+
+/* minimization keeps a failing workload failing and drops what is not
+ * needed. */
+static void test_minimize(void **state)
+{
+    (void)state;
+    struct cx_workload w;
+    parse("creat /f\nwrite /f 0 8K\nbegin\nmkdir /x\nmkdir /y\nwrite /f 0 4K\n"
+          "fsync /f\n", &w);
+    struct cx_config c = cfg("ubj");
+    assert_ok(cx_set_break("ubj-commit-persist"));
+    struct cx_failure f = { .point = "" };
+    assert_ok(cx_minimize(&c, &w, &f));
+    struct cx_result r;
+    c.stop_at_first = 1;
+    uint64_t still = explore(&c, &w, &r);
+    assert_ok(cx_set_break("none"));
+    assert_true(still > 0);
+    assert_true(w.nops < 4);
+    assert_true(f.why[0] != '\0');
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_language),
+        cmocka_unit_test(test_oracle_cells),
+        cmocka_unit_test(test_quick_ubj),
+        cmocka_unit_test(test_quick_ordered),
+        cmocka_unit_test(test_quick_journal),
+        cmocka_unit_test(test_quick_writeback),
+        cmocka_unit_test(test_orphans),
+        cmocka_unit_test(test_none_inconsistent),
+        cmocka_unit_test(test_broken_ubj_data_flush),
+        cmocka_unit_test(test_broken_ubj_commit_persist),
+        cmocka_unit_test(test_broken_ubj_early_free),
+        cmocka_unit_test(test_broken_ubj_ckpt_flush),
+        cmocka_unit_test(test_broken_journal_commit_flush),
+        cmocka_unit_test(test_broken_journal_ckpt_flush),
+        cmocka_unit_test(test_minimize),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

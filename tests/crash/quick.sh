@@ -1,0 +1,12 @@
+# tests/crash/quick.sh -- the CI pass of the crash explorer: `ubjfs
+# crashtest --quick` (generated ACE-style workloads in ubj, ordered and
+# journal, crashes during recovery included) must find no failure and
+# explore a meaningful number of states.
+# Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
+. "$(dirname "$0")/../common/lib.sh" crashquick
+run 0 "$UBJ_TOOL" crashtest --quick --out "$tmp"
+cat "$tmp/out"
+states=$(sed -n 's/^total: \([0-9]*\) states.*/\1/p' "$tmp/out")
+[ "${states:-0}" -gt 5000 ] || fail "the quick pass explored only ${states:-0} states"
+ls "$tmp"/crash-*.wl >/dev/null 2>&1 && fail "reproducers written: $(ls "$tmp")"
+[ "$fails" -eq 0 ] || exit 1

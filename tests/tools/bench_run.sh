@@ -1,0 +1,137 @@
+# tests/tools/bench_run.sh -- `ubjfs bench` (the headline experiment, at
+# its --quick scale) and `ubjfs bench run`: the table has a row for every
+# workload x mode x device and the ratio lines; results.csv has the
+# documented columns and parses; results.json parses and has the
+# documented fields; the same command twice gives byte-identical CSV
+# (virtual clock), another seed different counters; plots are non-empty
+# SVG files when gnuplot is installed; bad options are one-line usage
+# errors with exit 2.  Not a timed test: no figure is compared to a bound.
+# Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
+. "$(dirname "$0")/../common/lib.sh" bench_run
+command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+
+workloads="postmark varmail fileserver iozone"
+modes="ordered journal ubj none"
+devices="ssd:sata hdd:modern7200"
+cols="workload,mode,device,nvm_profile,clock,scale,ops_asked,seed,cache_blocks,procs,ops,"
+cols+="elapsed_ns,ops_per_s,lat_mean_ns,lat_p50_ns,lat_p99_ns,lat_max_ns,bytes_data,"
+cols+="bytes_metadata,bytes_journal,bytes_checkpoint,bytes_device,nvm_bytes,dev_flushes,"
+cols+="energy_dev_j,energy_nvm_j,hit_ratio,sync_ns,app_bytes_written,app_bytes_read,commits,"
+cols+="checkpoints"
+for p in op init_op; do
+  for o in create unlink mkdir rmdir open read write append fsync stat rename readdir other; do
+    cols+=",${p}_$o"
+  done
+done
+
+# check_csv FILE ROWS -- header = the documented columns, ROWS data rows
+# of as many fields, numbers where numbers belong
+check_csv() {
+  python3 - "$1" "$2" "$cols" <<'PY' || fail "csv $1 does not check"
+import csv, sys
+path, rows, cols = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
+with open(path, newline="") as f:
+    data = list(csv.reader(f))
+assert data[0] == cols, "header %r" % data[0]
+assert len(data) == rows + 1, "%d data rows, want %d" % (len(data) - 1, rows)
+for r in data[1:]:
+    assert len(r) == len(cols), r
+    for name, v in zip(cols[5:], r[5:]):
+        float(v)
+    assert int(r[cols.index("ops")]) > 0 and float(r[cols.index("ops_per_s")]) > 0, r
+    assert r[cols.index("clock")] == "virtual", r
+PY
+}
+
+# check_json FILE ROWS -- parses; schema, config and every result field
+check_json() {
+  python3 -m json.tool "$1" >/dev/null || { fail "json $1 does not parse"; return; }
+  python3 - "$1" "$2" "$cols" <<'PY' || fail "json $1 does not check"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows, cols = int(sys.argv[2]), sys.argv[3].split(",")
+assert doc["schema"] == "ubjfs-bench/1"
+for k in ("command", "clock", "seed", "procs", "think_ns", "cache_blocks",
+          "image_blocks", "commit_interval_ms", "nvm_profile", "op_cpu_ns", "final_sync", "wall_s"):
+    assert k in doc["config"], k
+assert len(doc["results"]) == rows, len(doc["results"])
+for r in doc["results"]:
+    for c in cols:
+        if c.startswith("op_"):
+            assert c[3:] in r["opcount"], c
+        elif c.startswith("init_op_"):
+            assert c[8:] in r["init_opcount"], c
+        else:
+            assert c in r, c
+for k in ("ubj/ordered", "ubj/journal"):
+    assert "pairs" in doc["ratios"][k] and "geometric_mean" in doc["ratios"][k]
+PY
+}
+
+# the headline experiment at its --quick scale
+res=$tmp/results
+run 0 "$UBJ_TOOL" bench --quick -q --results "$res"
+cat "$tmp/out"
+[ -s "$tmp/err" ] && fail "bench --quick -q wrote on stderr: $(head -c 300 "$tmp/err")"
+grep -q "^ubjfs bench headline --quick: 4 workloads x 4 modes x 2 devices, virtual clock" "$tmp/out" ||
+  fail "banner: $(head -n 1 "$tmp/out")"
+grep -q "^scale: postmark " "$tmp/out" || fail "no scale line"
+for d in $devices; do
+  for w in $workloads; do
+    for m in $modes; do
+      n=$(awk -v w="$w" -v d="$d" -v m="$m" '$1 == w && $2 == d && $3 == m && $4 > 0' "$tmp/out" | wc -l)
+      [ "$n" = 1 ] || fail "table: $n rows for $w $d $m"
+    done
+    awk -v w="$w" -v d="$d" '$1 == w && $2 == d && $4 ~ /^\(/' "$tmp/out" | grep -q . ||
+      fail "ratios: no line for $w on $d"
+  done
+done
+grep -q "thr ubj/ordered *time ubj/ordered *thr ubj/journal *time ubj/journal" "$tmp/out" ||
+  fail "ratio header"
+grep -Eq "^geometric mean +\(all pairs\) +[0-9.]+ \([-+][0-9]+%\)" "$tmp/out" || fail "geometric mean line"
+grep -Eq "^arithmetic mean +\(all pairs\) +[0-9.]+ \([-+][0-9]+%\)" "$tmp/out" || fail "arithmetic mean line"
+grep -q "^wall time: " "$tmp/out" || fail "no wall time line"
+check_csv "$res/results.csv" 32
+check_json "$res/results.json" 32
+grep -q "^workload " "$res/table.txt" || fail "table.txt"
+if command -v gnuplot >/dev/null; then
+  for f in throughput-ssd-sata.svg throughput-hdd-modern7200.svg bytes-ssd-sata.svg \
+           bytes-hdd-modern7200.svg; do
+    [ -s "$res/$f" ] && grep -q "<svg" "$res/$f" || fail "plot $f missing or not SVG"
+  done
+else
+  echo "gnuplot is not installed: plots not checked"
+fi
+
+# bench run: the same command twice -> the same CSV, byte for byte
+one=(run -w postmark,varmail -m ubj,ordered -d ssd:sata --scale 0.02 --ops 150 -q)
+run 0 "$UBJ_TOOL" bench "${one[@]}" --csv "$tmp/a.csv" --json "$tmp/a.json" --plot "$tmp/plots"
+grep -q "^ubjfs bench run: 2 workloads x 2 modes x 1 device, virtual clock, seed 1" "$tmp/out" ||
+  fail "run banner: $(head -n 1 "$tmp/out")"
+check_csv "$tmp/a.csv" 4
+check_json "$tmp/a.json" 4
+run 0 "$UBJ_TOOL" bench "${one[@]}" --csv "$tmp/b.csv"
+cmp -s "$tmp/a.csv" "$tmp/b.csv" || fail "two runs with the same seed differ: $(diff "$tmp/a.csv" "$tmp/b.csv" | head -5)"
+run 0 "$UBJ_TOOL" bench "${one[@]}" --csv "$tmp/c.csv" --seed 2
+cmp -s "$tmp/a.csv" "$tmp/c.csv" && fail "seeds 1 and 2 gave identical counters"
+if command -v gnuplot >/dev/null; then
+  [ -s "$tmp/plots/throughput-ssd-sata.svg" ] && [ -s "$tmp/plots/bytes-ssd-sata.svg" ] || fail "run --plot"
+fi
+
+# usage errors: exit 2, first line "ubjfs bench: ...", then the --help hint
+for bad in "run --bogus" "run -w nosuch" "run -m nosuch" "run -d nosuch:x" "run -d ssd:nosuch" \
+           "run --scale 0" "run --scale x" "run --ops 0" "run --think 5h" "run --clock wall" \
+           "run --cache 1K" "run --nvm-profile nosuch" "run extra" "run --quick" \
+           "run --trace-out $tmp/t" "run -w postmark,varmail --trace-in $tmp/t" \
+           "headline --results" "--quick --seed x" "run -w"; do
+  # shellcheck disable=SC2086
+  run 2 "$UBJ_TOOL" bench $bad
+  head -n 1 "$tmp/err" | grep -q "^ubjfs bench: " || fail "bench $bad: message '$(head -n 1 "$tmp/err")'"
+  [ "$(wc -l <"$tmp/err")" -le 2 ] || fail "bench $bad: more than one line: $(cat "$tmp/err")"
+  [ -s "$tmp/out" ] && fail "bench $bad printed on stdout"
+done
+run 0 "$UBJ_TOOL" bench run --help
+grep -q "^Usage: ubjfs bench run" "$tmp/out" || fail "bench run --help"
+
+[ "$fails" -eq 0 ] && echo "tools bench_run: all checks passed"
+exit $((fails > 0))
