@@ -120,6 +120,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cache/cache.h"
@@ -150,6 +151,7 @@ struct cache_wb_ent {
 struct ubj_cache {
     pthread_mutex_t lock;        /* everything below but the wb_* fields */
     pthread_cond_t io_cv;        /* broadcast when some io_busy clears */
+    uint64_t cold_frozen;        /* cold FROZEN buffers CLOCK met, not yet taken */
     pthread_mutex_t wb_lock;     /* serialises writeback; owns wb_* */
     struct ubj_bdev *dev;        /* not owned */
     struct ubj_cache_config cfg;
@@ -449,6 +451,18 @@ static inline bool cache_clock_skip(const struct ubj_buf *b)
            cache_is_frozen(b->d->state) || b->d->older != UBJ_NOBUF;
 }
 
+/* cache_clock_frozen -- CLOCK passes a FROZEN buffer it may not evict:
+ * second chance as for others; count it when cold. */
+static inline void cache_clock_frozen(struct ubj_cache *c, struct ubj_buf *b)
+{
+    if (b->d->state != UBJ_BUF_FROZEN || b->refcnt > 0 || b->io_busy)
+        return;
+    if (b->referenced)
+        b->referenced = 0;
+    else
+        c->cold_frozen++;
+}
+
 /*
  * cache_clock_locked -- sweep at most two rounds for a reusable buffer;
  * returns it FREE and unhashed, or NULL.  A DIRTY candidate is written
@@ -461,6 +475,7 @@ static struct ubj_buf *cache_clock_locked(struct ubj_cache *c, int *io_err)
         struct ubj_buf *b = &c->bufs[c->hand];
         uint32_t next = c->hand + 1 == c->nbufs ? 0 : c->hand + 1;
         if (cache_clock_skip(b)) {
+            cache_clock_frozen(c, b);
             c->hand = next;
             continue;
         }
@@ -1213,6 +1228,17 @@ static void cache_wait_idle_locked(struct ubj_cache *c, const uint32_t *idx,
             k++;
         }
     }
+}
+
+/* ubj_cache_take_cold_frozen -- cold FROZEN buffers CLOCK met; reset. */
+uint64_t ubj_cache_take_cold_frozen(struct ubj_cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    uint64_t n = c->cold_frozen;
+    c->stats.cold_frozen += n;
+    c->cold_frozen = 0;
+    pthread_mutex_unlock(&c->lock);
+    return n;
 }
 
 /* ubj_cache_write_bufs -- write listed buffers home, states unchanged. */

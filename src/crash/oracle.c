@@ -197,7 +197,8 @@ int cx_tree_take(struct ubj_fs *fs, struct cx_tree **out)
     if (rc == 0 && (rc = ubj_statfs_get(fs, &sf)) == 0) {
         t->bfree = sf.bfree;
         t->ffree = sf.ffree;
-        qsort(t->e, t->n, sizeof *t->e, tr_cmp);
+        if (t->n > 1)
+            qsort(t->e, t->n, sizeof *t->e, tr_cmp);
     }
     if (rc < 0) {
         cx_tree_free(t);

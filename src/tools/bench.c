@@ -597,15 +597,37 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
     if (optind >= argc)
         return tools_usage_err("missing benchmark name (micro)");
     if (strcmp(argv[optind], "micro") != 0)
-        return tools_usage_err("unknown benchmark '%s' (micro, ubj, modes)", argv[optind]);
+        return tools_usage_err("unknown benchmark '%s' (headline, run, micro, ubj, "
+                               "modes)", argv[optind]);
     if (optind + 1 < argc)
         return tools_usage_err("unexpected argument '%s'", argv[optind + 1]);
     return -1;
 }
 
+/* bench_overview -- `ubjfs bench --help`: every benchmark. */
+static int bench_overview(void)
+{
+    printf("Usage: ubjfs bench [--quick] [--results DIR] [OPTIONS]\n"
+           "       ubjfs bench run [OPTIONS]\n"
+           "       ubjfs bench micro|ubj|modes [OPTIONS]\n\n"
+           "  (none), headline  the headline experiment: modes ordered, journal,\n"
+           "                    ubj, none on postmark, varmail, fileserver, iozone,\n"
+           "                    on an SSD and an HDD model (docs/RESULTS.md)\n"
+           "  run               the evaluation harness: any workloads x modes x\n"
+           "                    device profiles; table, CSV, JSON, plots\n"
+           "  micro             single-thread operation rates of the library\n"
+           "  ubj               mode ubj: append+fsync latency, recovery, ubj vs none\n"
+           "  modes             every mode: cost of one fsync'd append, by category\n\n"
+           "Run 'ubjfs bench BENCHMARK --help' for its options.\n"
+           "Exit status: 0 success, 1 a run failed, 2 usage error.\n");
+    return TOOLS_EXIT_OK;
+}
+
 /* tools_bench_main -- `ubjfs bench`. */
 int tools_bench_main(int argc, char **argv)
 {
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+        return bench_overview();
     struct bench_args a = { .ops = 100000, .runs = 5, .size = 256u << 20,
                             .fsync_ops = 2000, .nvm_dir = "/dev/shm" };
     if (argc < 2 || strcmp(argv[1], "--quick") == 0 || strncmp(argv[1], "--results", 9) == 0)

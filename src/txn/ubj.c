@@ -73,6 +73,8 @@
 #define UBJ_DIRTY_PERMILLE 250u      /* running txn limit: 1/4 of the cache */
 #define UBJ_FROZEN_PERMILLE 500u     /* checkpoint beyond 1/2 of the cache */
 #define UBJ_CKPT_AGE_TICKS 6u        /* checkpoint after 6 commit intervals */
+#define UBJ_COLD_FRACTION 8u         /* ... or when CLOCK met cold frozen
+                                        buffers worth 1/8 of the cache */
 
 /* A FROZEN_OLD buffer waiting for the commit that allows freeing it. */
 struct ubjm_old {
@@ -99,6 +101,7 @@ struct ubjm_state {
     uint64_t *scratch_txid;  /* nbufs: the same for a scratch[] list */
     uint32_t max_dirty, max_frozen;
     uint32_t ticks_frozen;   /* ticks since the last checkpoint with frozen */
+    uint64_t cold;           /* cold frozen buffers CLOCK met since then */
     bool rdonly;             /* read-only mount: never write home */
     bool revoked;            /* the running txn freed frozen blocks */
     int error;               /* sticky NVM or checkpoint error */
@@ -490,6 +493,7 @@ static int ubjm_ckpt_finish(struct ubj_txn *t, const uint32_t *list,
             ubj_cache_set_state(t->cache, b, UBJ_BUF_CLEAN, b->d->txid);
     }
     s->ticks_frozen = 0;
+    s->cold = 0;
     t->stats.checkpoints++;
     t->stats.bytes_checkpoint += (uint64_t)n * UBJ_BS;
     t->stats.dev_flushes++;
@@ -553,12 +557,27 @@ static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
     return rc;
 }
 
-/* ubjm_maybe_checkpoint -- checkpoint if frozen buffers exceed the limit. */
+/* ubjm_cold_pressure -- eviction keeps meeting cold frozen buffers: more
+ * than 1/UBJ_COLD_FRACTION of the cache since the last checkpoint.  They cannot
+ * be evicted until checkpointed, so CLOCK evicts hot clean blocks instead
+ * (a read-mostly workload with an append log lost 10+ points of hit
+ * ratio to its frozen log blocks); a checkpoint makes them evictable. */
+static bool ubjm_cold_pressure(struct ubj_txn *t)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    s->cold += ubj_cache_take_cold_frozen(t->cache);
+    return s->cold > s->nbufs / UBJ_COLD_FRACTION;
+}
+
+/* ubjm_maybe_checkpoint -- checkpoint if frozen buffers exceed the limit
+ * or crowd hot clean ones out. */
 static int ubjm_maybe_checkpoint(struct ubj_txn *t)
 {
     uint64_t dirty, frozen;
     ubjm_counts(t, &dirty, &frozen);
-    return frozen > ubjm_of(t)->max_frozen ? ubjm_checkpoint_locked(t) : 0;
+    bool cold = ubjm_cold_pressure(t);
+    return frozen > ubjm_of(t)->max_frozen || (cold && frozen > 0)
+           ? ubjm_checkpoint_locked(t) : 0;
 }
 
 /* ---- recovery (mount) ----------------------------------------------------- */

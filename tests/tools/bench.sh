@@ -39,14 +39,17 @@ grep -q "use --force" "$tmp/err" || fail "bench over an existing file: $(cat "$t
 [ "$(cat "$f")" = "keep me" ] || fail "bench overwrote an existing file"
 
 for bad in "micro --ops 0" "micro --ops x" "micro --runs 0" "micro --device disk" \
-           "micro --size 1M" "micro --cache 3" "macro" "" "micro extra" "micro --bogus"; do
+           "micro --size 1M" "micro --cache 3" "macro" "micro extra" "micro --bogus"; do
   # shellcheck disable=SC2086
   run 2 "$UBJ_TOOL" bench $bad
   head -n 1 "$tmp/err" | grep -q "^ubjfs bench: " || fail "bench $bad: message '$(head -n 1 "$tmp/err")'"
 done
 run 2 "$UBJ_TOOL" bench micro --mode no-such-mode --ops 10 --runs 1
+run 0 "$UBJ_TOOL" bench micro --help
+grep -q "^Usage: ubjfs bench micro" "$tmp/out" || fail "bench micro --help"
 run 0 "$UBJ_TOOL" bench --help
-grep -q "^Usage: ubjfs bench micro" "$tmp/out" || fail "bench --help"
+grep -q "^       ubjfs bench run" "$tmp/out" || fail "bench --help: no overview"
+grep -q "micro, ubj, modes\|headline, run" "$tmp/err" && fail "bench --help wrote to stderr"
 
 [ "$fails" -eq 0 ] && echo "tools bench: all checks passed"
 exit $((fails > 0))
