@@ -451,11 +451,12 @@ static inline bool cache_clock_skip(const struct ubj_buf *b)
            cache_is_frozen(b->d->state) || b->d->older != UBJ_NOBUF;
 }
 
-/* cache_clock_frozen -- CLOCK passes a FROZEN buffer it may not evict:
- * second chance as for others; count it when cold. */
+/* cache_clock_frozen -- CLOCK passes a FROZEN (or PINNED dirty) buffer
+ * it may not evict: second chance as for others; count it when cold. */
 static inline void cache_clock_frozen(struct ubj_cache *c, struct ubj_buf *b)
 {
-    if (b->d->state != UBJ_BUF_FROZEN || b->refcnt > 0 || b->io_busy)
+    bool pinned = b->d->state == UBJ_BUF_DIRTY && (b->flags & UBJ_BUF_PINNED);
+    if ((b->d->state != UBJ_BUF_FROZEN && !pinned) || b->refcnt > 0 || b->io_busy)
         return;
     if (b->referenced)
         b->referenced = 0;

@@ -94,9 +94,10 @@ struct ubj_cache_stats {
     uint64_t writeback_data_bytes, writeback_meta_bytes;
     uint64_t reclaims;           /* calls of cfg.reclaim */
     uint64_t dirty, frozen;      /* current counts */
-    uint64_t cold_frozen;        /* FROZEN buffers CLOCK passed cold (not
-                                    referenced since its last pass): ones
-                                    it would have evicted were they CLEAN */
+    uint64_t cold_frozen;        /* FROZEN or PINNED dirty buffers CLOCK
+                                    passed cold (not referenced since its
+                                    last pass): ones it would have evicted
+                                    were they CLEAN */
 };
 
 struct ubj_cache;
@@ -270,12 +271,12 @@ int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
 void ubj_cache_invalidate(struct ubj_cache *c);
 
 /*
- * ubj_cache_take_cold_frozen -- how many cold FROZEN buffers CLOCK passed
- * since the last call (and reset that count).  A FROZEN buffer cannot be
- * evicted until a checkpoint makes it CLEAN, so CLOCK gives it the same
- * second chance as others and counts it when cold: UBJ checkpoints when
- * eviction keeps meeting cold frozen buffers (they squeeze the cache's
- * hot clean blocks out).  Thread-safe.
+ * ubj_cache_take_cold_frozen -- how many cold FROZEN or PINNED dirty
+ * buffers CLOCK passed since the last call (and reset that count).  Such
+ * a buffer cannot be evicted until a commit and a checkpoint make it
+ * CLEAN, so CLOCK gives it the same second chance as others and counts it
+ * when cold: UBJ commits and checkpoints when eviction keeps meeting them
+ * (they squeeze the cache's hot clean blocks out).  Thread-safe.
  */
 uint64_t ubj_cache_take_cold_frozen(struct ubj_cache *c);
 

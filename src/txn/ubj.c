@@ -54,7 +54,9 @@
  * quarter of the cache.  Checkpoint when frozen buffers exceed half the
  * cache at a handle start, or a quarter at a tick, after 6 ticks with
  * frozen buffers (30 s by default), when the cache needs room (reclaim),
- * on sync and on unmount.
+ * on sync and on unmount -- and commit and checkpoint at a handle start
+ * when CLOCK has met cold frozen or pinned buffers worth an eighth of the
+ * cache since the last checkpoint (they crowd out hot clean blocks).
  */
 #include <assert.h>
 #include <errno.h>
@@ -557,11 +559,13 @@ static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
     return rc;
 }
 
-/* ubjm_cold_pressure -- eviction keeps meeting cold frozen buffers: more
- * than 1/UBJ_COLD_FRACTION of the cache since the last checkpoint.  They cannot
- * be evicted until checkpointed, so CLOCK evicts hot clean blocks instead
- * (a read-mostly workload with an append log lost 10+ points of hit
- * ratio to its frozen log blocks); a checkpoint makes them evictable. */
+/* ubjm_cold_pressure -- eviction keeps meeting cold frozen (or pinned
+ * dirty) buffers: more than 1/UBJ_COLD_FRACTION of the cache since the
+ * last checkpoint.  They cannot be evicted until committed and
+ * checkpointed, so CLOCK evicts hot clean blocks instead (Filebench's
+ * webserver, read-mostly with an append log, lost 11 points of hit ratio
+ * and half its throughput to its frozen log blocks); a commit and a
+ * checkpoint make them evictable. */
 static bool ubjm_cold_pressure(struct ubj_txn *t)
 {
     struct ubjm_state *s = ubjm_of(t);
@@ -570,12 +574,11 @@ static bool ubjm_cold_pressure(struct ubj_txn *t)
 }
 
 /* ubjm_maybe_checkpoint -- checkpoint if frozen buffers exceed the limit
- * or crowd hot clean ones out. */
-static int ubjm_maybe_checkpoint(struct ubj_txn *t)
+ * or (cold) crowd hot clean ones out. */
+static int ubjm_maybe_checkpoint(struct ubj_txn *t, bool cold)
 {
     uint64_t dirty, frozen;
     ubjm_counts(t, &dirty, &frozen);
-    bool cold = ubjm_cold_pressure(t);
     return frozen > ubjm_of(t)->max_frozen || (cold && frozen > 0)
            ? ubjm_checkpoint_locked(t) : 0;
 }
@@ -731,8 +734,9 @@ static int ubjm_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h
         uint64_t dirty, frozen;
         ubjm_counts(t, &dirty, &frozen);
         uint64_t want = credits < s->nbufs ? credits : s->nbufs;
+        bool cold = ubjm_cold_pressure(t);
         int rc = 0;
-        if (dirty > 0 && dirty + want > s->max_dirty)
+        if (dirty > 0 && (dirty + want > s->max_dirty || cold))
             rc = ubjm_commit_locked(t);
         if (rc < 0)
             return rc;
@@ -741,7 +745,7 @@ static int ubjm_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h
          * caller does not wait for it, so on a timed device model its
          * I/O is queued, not waited for (ubjfs/model.h) */
         ubj_model_async_begin();
-        (void)ubjm_maybe_checkpoint(t);
+        (void)ubjm_maybe_checkpoint(t, cold);
         ubj_model_async_end();
         s->h.credits = 0;
         s->h.used = 0;
