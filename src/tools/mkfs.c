@@ -35,6 +35,7 @@ struct mkfs_args {
     bool force, quiet;
     bool journal_async;     /* --journal-async-commit */
     const char *nvm;        /* --nvm: also format this region (mode ubj) */
+    bool nvm_existed;       /* the region file was there before */
     uint64_t nvm_size;      /* --nvm-size; 0 = 16384 buffers (64 MiB) */
 };
 
@@ -331,15 +332,35 @@ static int mkfs_summary(const struct mkfs_args *a, struct ubj_bdev *dev)
 }
 
 /* mkfs_nvm_precheck -- refuse, before the image is touched, a region that
- * holds committed blocks not yet home.  -1 to go on, else an exit code. */
-static int mkfs_nvm_precheck(const struct mkfs_args *a)
+ * holds committed blocks not yet home, and (without --force) any existing
+ * file that is not an NVM region and is not empty.  Sets a->nvm_existed.
+ * -1 to go on, else an exit code. */
+static int mkfs_nvm_precheck(struct mkfs_args *a)
 {
     struct ubj_nvm *r;
+    struct stat st;
     if (a->nvm == NULL)
         return -1;
-    int rc = ubj_nvm_open(a->nvm, 0, &r);
-    if (rc == -ENOENT || rc == -EUCLEAN)
-        return -1;               /* missing or not a region: made anew */
+    if (stat(a->nvm, &st) < 0) {
+        if (errno == ENOENT)
+            return -1;
+        tools_err("%s: %s", a->nvm, strerror(errno));
+        return TOOLS_EXIT_ERR;
+    }
+    a->nvm_existed = true;
+    if (S_ISDIR(st.st_mode)) {
+        tools_err("%s is a directory, not an NVM region file", a->nvm);
+        return TOOLS_EXIT_ERR;
+    }
+    int rc = ubj_nvm_open(a->nvm, UBJ_NVM_OPEN_RDONLY, &r);
+    if (rc == -EUCLEAN || rc == -ENOENT || rc == -EINVAL) {
+        if (S_ISREG(st.st_mode) && st.st_size > 0 && !a->force) {
+            tools_err("%s exists (%lld bytes) and is not an NVM region; use "
+                      "--force to overwrite it", a->nvm, (long long)st.st_size);
+            return TOOLS_EXIT_ERR;
+        }
+        return -1;               /* empty, a device, or --force: made anew */
+    }
     int64_t pending = rc < 0 ? rc : ubj_nvm_pending(r, UINT64_MAX);
     if (rc == 0)
         ubj_nvm_close(r);
@@ -367,6 +388,8 @@ static int mkfs_nvm(const struct mkfs_args *a, struct ubj_bdev *dev)
     free(sb);
     if (rc < 0) {
         tools_err("%s", tools_libmsg(rc));
+        if (!a->nvm_existed)
+            (void)unlink(a->nvm);   /* leave nothing half made behind */
         return TOOLS_EXIT_ERR;
     }
     if (!a->quiet) {

@@ -36,6 +36,18 @@ nvm=$tmp/u.nvm
 run 2 "$UBJ_TOOL" mkfs --size 16M --nvm "$nvm" "$img"          # needs --mode ubj
 [ -e "$img" ] && fail "mkfs made an image after a usage error"
 run 2 "$UBJ_TOOL" mkfs --size 16M --mode ubj --nvm-size 1M "$img"  # needs --nvm
+# mkfs never overwrites a file that is not an (empty) region without
+# --force, refuses a directory, and leaves nothing behind when it fails
+head -c 10000 /dev/urandom >"$tmp/data.bin"
+cp "$tmp/data.bin" "$tmp/data.keep"
+run 1 "$UBJ_TOOL" mkfs --size 16M --mode ubj --nvm "$tmp/data.bin" "$tmp/x.img"
+one_line "is not an NVM region; use --force"
+cmp -s "$tmp/data.bin" "$tmp/data.keep" || fail "mkfs --nvm overwrote a data file"
+[ -e "$tmp/x.img" ] && fail "mkfs made an image although its region was refused"
+run 1 "$UBJ_TOOL" mkfs --size 16M --mode ubj --nvm "$tmp" "$tmp/x.img"
+one_line "is a directory"
+run 1 "$UBJ_TOOL" mkfs --size 16M --mode ubj --nvm "$tmp/huge.nvm" --nvm-size 99999T "$tmp/x.img"
+[ -e "$tmp/huge.nvm" ] && fail "a failed mkfs left its region file behind"
 run 0 "$UBJ_TOOL" mkfs --size 16M --mode ubj --nvm "$nvm" --nvm-size 2M "$img"
 grep -q "mode: *ubj" "$tmp/out" || fail "mkfs summary lacks the mode: $(cat "$tmp/out")"
 grep -q "nvm region: *$nvm" "$tmp/out" || fail "mkfs summary lacks the region: $(cat "$tmp/out")"
