@@ -56,7 +56,8 @@ const char *ubj_errormsg(void);
 struct ubj_format_opts {
     uint64_t inodes;      /* inode count; 0 = one per 16 KiB, min 64 */
     const char *mode;     /* default consistency mode recorded; NULL = "none" */
-    uint8_t uuid[16];     /* all zero = random */
+    uint8_t uuid[16];     /* all zero = random; a given uuid also fixes the
+                             directory hash seed (a reproducible image) */
     const char *label;    /* up to 31 bytes; NULL = none */
     unsigned flags;       /* UBJ_FORMAT_* */
     uint64_t journal_blocks; /* journal area in blocks: 0 = the default for
@@ -100,6 +101,13 @@ struct ubj_config {
                                      flush and fence of the region: "dram",
                                      "sttmram", "pcm" or a profile file
                                      (ubjfs/model.h); NULL: none */
+    /* The clock of timestamps (atime, mtime, ctime, crtime; superblock
+     * times): now(now_ctx, ts) fills ts.  NULL = CLOCK_REALTIME.  A
+     * benchmark on a virtual clock passes its own so that its runs are
+     * deterministic (relatime's decisions depend on timestamps).  Called
+     * with the mount lock held; must not call into the mount. */
+    void (*now)(void *now_ctx, struct timespec *ts);
+    void *now_ctx;
 };
 /* (Re)initialise the region (--format-nvm): refused with -EBUSY while it
  * holds committed blocks not yet written home. */

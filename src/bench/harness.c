@@ -52,9 +52,9 @@
 #include "bench/bench_int.h"
 #include "util/util.h"
 
-#define BH_DEF_CACHE 4096u
-#define BH_DEF_IMAGE 65536u
-#define BH_DEF_COMMIT_MS 5000u
+#define BH_DEF_CACHE BH_DEFAULT_CACHE_BLOCKS
+#define BH_DEF_IMAGE BH_DEFAULT_IMAGE_BLOCKS
+#define BH_DEF_COMMIT_MS BH_DEFAULT_COMMIT_MS
 #define BH_MAX_PROCS 4096u
 #define BH_PROGRESS_EVERY 256u
 
@@ -85,6 +85,8 @@ struct bh_run {
     pthread_mutex_t mu;
     int error;                     /* first error of a real-clock thread [mu] */
     char errmsg[256];
+    bool kv_probe;                 /* bh_workload_check_kv: no file system;
+                                      bh_kv_check stops the init */
 };
 
 static const char *const bh_modes[] = {
@@ -258,7 +260,7 @@ int bh_kv_check(struct bh_run *r, const char *const *known)
                                  r->wl->name, (int)n, s);
         s = end ? end + 1 : NULL;
     }
-    return 0;
+    return r->kv_probe ? -ECANCELED : 0;
 }
 
 /* ---- workloads ----------------------------------------------------------- */
@@ -279,6 +281,60 @@ const struct bh_workload *bh_workload_find(const char *name)
         if (strcmp(bh_workloads[i]->name, name) == 0)
             return bh_workloads[i];
     return NULL;
+}
+
+/* bh_workload_check_kv -- the kv keys against the workload's, before a run:
+ * its init runs on a probe run (no file system, no clock) and stops at its
+ * bh_kv_check, which returns -ECANCELED on a probe once the keys pass. */
+int bh_workload_check_kv(const char *name, const char *kv)
+{
+    const struct bh_workload *wl = bh_workload_find(name);
+    if (wl == NULL)
+        return ubj_set_error(-EINVAL, "bench: unknown workload '%s'",
+                             name ? name : "(none)");
+    if (kv == NULL || *kv == '\0' || wl->init == NULL)
+        return 0;
+    struct bh_run *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return ubj_set_error(-ENOMEM, "bench: out of memory");
+    static const struct bh_config probe_cfg;
+    r->cfg = &probe_cfg;
+    r->wl = wl;
+    r->kv_probe = true;
+    int rc = 0;
+    if (strlen(kv) >= sizeof r->kvbuf)
+        rc = ubj_set_error(-EINVAL, "bench: kv string too long");
+    if (rc == 0) {
+        strcpy(r->kvbuf, kv);
+        r->prm.kv = r->kvbuf;
+        rc = wl->init(r);
+        if (wl->fini != NULL)
+            wl->fini(r);
+    }
+    free(r);
+    return rc == -ECANCELED || rc >= 0 ? 0 : rc;
+}
+
+/* bh_trace_check -- load a trace as a replay would; its workload and
+ * parameters. */
+int bh_trace_check(const char *path, char *workload, size_t len,
+                   struct bh_params *params)
+{
+    struct bh_trace_in *in = NULL;
+    int rc = bh_trace_load(path, &in);
+    if (rc < 0)
+        return rc;
+    if (bh_workload_find(in->workload) == NULL)
+        rc = ubj_set_error(-EINVAL, "trace %s:2: unknown workload '%s'", path,
+                           in->workload);
+    if (rc == 0 && workload != NULL && len > 0)
+        snprintf(workload, len, "%s", in->workload);
+    if (rc == 0 && params != NULL) {
+        *params = in->params;
+        params->kv = NULL;
+    }
+    bh_trace_in_free(in);
+    return rc;
 }
 
 /* ---- set-up and tear-down ------------------------------------------------ */
@@ -364,13 +420,33 @@ static int run_open_device(struct bh_run *r)
     return 0;
 }
 
-/* run_format_mount -- mkfs in the mode, the region, the mount. */
+/* run_now -- the file system's timestamps on the virtual clock: a fixed
+ * epoch (2026-01-01) plus the clock, so that relatime's decisions -- and
+ * with them which inode blocks a run dirties -- repeat run after run. */
+static void run_now(void *ctx, struct timespec *ts)
+{
+    struct bh_run *r = ctx;
+    uint64_t ns = ubj_clock_now(r->clock);
+    ts->tv_sec = (time_t)(1767225600 + ns / 1000000000u);
+    ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
+/* run_format_mount -- mkfs in the mode, the region, the mount.  On the
+ * virtual clock the image is reproducible (uuid and hash seed from the
+ * run's seed) and timestamps come from the clock (run_now). */
 static int run_format_mount(struct bh_run *r)
 {
     const struct bh_config *cfg = r->cfg;
     bool leaf_file = cfg->device != NULL && strstr(cfg->device, "file:") != NULL;
+    bool virt = cfg->clock == UBJ_CLOCK_VIRTUAL;
     struct ubj_format_opts fo = { .mode = cfg->mode,
                                   .flags = leaf_file ? 0u : UBJ_FORMAT_ZEROED };
+    if (virt) {
+        uint64_t a = bh_seed_of(r->prm.seed, BH_MAX_PROCS + 2);
+        uint64_t b = bh_seed_of(r->prm.seed, BH_MAX_PROCS + 3);
+        memcpy(fo.uuid, &a, 8);
+        memcpy(fo.uuid + 8, &b, 8);
+    }
     int rc = ubj_format(r->dev, &fo);
     if (rc < 0)
         return rc;
@@ -379,7 +455,9 @@ static int run_format_mount(struct bh_run *r)
         .cache_blocks = cfg->cache_blocks ? cfg->cache_blocks : BH_DEF_CACHE,
         .commit_interval_ms = cfg->commit_interval_ms ? cfg->commit_interval_ms
                                                       : BH_DEF_COMMIT_MS,
-        .flags = cfg->clock == UBJ_CLOCK_VIRTUAL ? UBJ_MOUNT_NO_TIMER : 0u,
+        .flags = virt ? UBJ_MOUNT_NO_TIMER : 0u,
+        .now = virt ? run_now : NULL,
+        .now_ctx = r,
     };
     if (strcmp(cfg->mode, UBJ_MODE_UBJ) == 0) {
         rc = run_nvm_dir(r);
@@ -387,7 +465,7 @@ static int run_format_mount(struct bh_run *r)
             return rc;
         mc.nvm_path = r->nvm_path;
         mc.nvm_flags = UBJ_NVM_FORMAT;
-        mc.nvm_profile = cfg->nvm_profile ? cfg->nvm_profile : "dram";
+        mc.nvm_profile = cfg->nvm_profile ? cfg->nvm_profile : BH_DEFAULT_NVM_PROFILE;
     }
     return ubj_mount(r->dev, &mc, &r->fs);
 }
@@ -735,7 +813,7 @@ static void run_metrics(struct bh_run *r, const struct run_base *b,
     snprintf(out->device, sizeof out->device, "%s", cfg->device ? cfg->device : "ram");
     snprintf(out->nvm_profile, sizeof out->nvm_profile, "%s",
              strcmp(cfg->mode, UBJ_MODE_UBJ) != 0 ? "-" :
-             cfg->nvm_profile ? cfg->nvm_profile : "dram");
+             cfg->nvm_profile ? cfg->nvm_profile : BH_DEFAULT_NVM_PROFILE);
     out->cache_blocks = cfg->cache_blocks ? cfg->cache_blocks : BH_DEF_CACHE;
     out->procs = r->prm.procs;
     out->ops = r->nlat;

@@ -357,7 +357,7 @@ static int dir_touch(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *di
     int rc = fs_iwrite(fs, h, dir);
     if (rc < 0)
         return rc;
-    fs_touch(dir->ip, false, true, true);
+    fs_touch(fs, dir->ip, false, true, true);
     return fs_idirty(fs, h, dir);
 }
 
@@ -375,7 +375,7 @@ static int dir_account(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *
     ip->i_data.dir.depth = depth;
     ip->blocks += (uint64_t)dnodes;
     ip->size = ip->i_data.dir.nodes * UBJ_BS;
-    fs_touch(ip, false, true, true);
+    fs_touch(fs, ip, false, true, true);
     return fs_idirty(fs, h, dir);
 }
 

@@ -53,7 +53,7 @@ static int falloc_finish(struct ubj_fs *fs, struct ubj_handle *h,
     bool grow = !q->keep && covered > r->ip->size;
     if (grow)
         r->ip->size = covered;
-    fs_touch(r->ip, false, grow, true);
+    fs_touch(fs, r->ip, false, grow, true);
     return fs_idirty(fs, h, r);
 }
 

@@ -114,11 +114,14 @@ static void file_atime(struct ubj_fs *fs, struct fs_iref *r)
     bool due = file_ts_le(ip->atime, ip->atime_ns, ip->mtime, ip->mtime_ns) ||
                file_ts_le(ip->atime, ip->atime_ns, ip->ctime, ip->ctime_ns);
     if (!due) {   /* the day-old test needs no precision: the cheap clock */
-        clock_gettime(CLOCK_REALTIME_COARSE, &now);
+        if (fs->now)
+            fs->now(fs->now_ctx, &now);
+        else
+            clock_gettime(CLOCK_REALTIME_COARSE, &now);
         if ((int64_t)now.tv_sec - ip->atime < FILE_ATIME_MAX_AGE)
             return;
     }
-    ubj_now(&now);
+    fs_now(fs, &now);
     if (ip->atime == (int64_t)now.tv_sec && ip->atime_ns == (uint32_t)now.tv_nsec)
         return;
     struct ubj_handle *h;
@@ -274,7 +277,7 @@ static int file_write_finish(struct ubj_fs *fs, struct ubj_handle *h,
     if (rc == 0) {
         if (r->ip->size < end)
             r->ip->size = end;
-        fs_touch(r->ip, false, true, true);
+        fs_touch(fs, r->ip, false, true, true);
         file_remove_privs(r->ip);
         rc = fs_idirty(fs, h, r);
     }
@@ -465,12 +468,12 @@ static int file_setattr_check(struct ubj_fs *fs, const struct ubj_inode *ip,
 }
 
 /* file_setattr_apply -- mode, owner and times of an attribute change. */
-static void file_setattr_apply(struct ubj_inode *ip, const struct ubj_setattr *sa,
-                               bool size_changed)
+static void file_setattr_apply(struct ubj_fs *fs, struct ubj_inode *ip,
+                               const struct ubj_setattr *sa, bool size_changed)
 {
     struct timespec now;
     unsigned v = sa->valid;
-    ubj_now(&now);
+    fs_now(fs, &now);
     if (v & UBJ_SET_MODE)
         ip->mode = (ip->mode & S_IFMT) | (sa->mode & 07777);
     if (v & (UBJ_SET_UID | UBJ_SET_GID)) {
@@ -514,7 +517,7 @@ static int file_setattr_locked(struct ubj_fs *fs, struct fs_iref *r,
     if (rc == 0)
         rc = fs_iwrite(fs, *h, r);
     if (rc == 0) {
-        file_setattr_apply(r->ip, sa, size_changed);
+        file_setattr_apply(fs, r->ip, sa, size_changed);
         rc = fs_idirty(fs, *h, r);
     }
     return rc;
@@ -564,7 +567,7 @@ static int file_open_locked(struct ubj_fs *fs, struct fs_iref *r, int flags,
     if (rc == 0)
         rc = fs_iwrite(fs, *h, r);
     if (rc == 0) {
-        fs_touch(r->ip, false, true, true);
+        fs_touch(fs, r->ip, false, true, true);
         rc = fs_idirty(fs, *h, r);
     }
     return rc;

@@ -56,6 +56,8 @@ struct ubj_fs {
     struct ubj_super sb;           /* in-memory copy; [lock] */
     uint32_t csum_seed;            /* crc32c of the uuid */
     uint64_t nvm_region_id;        /* mode ubj: the attached region's id, else 0 */
+    void (*now)(void *ctx, struct timespec *ts);   /* cfg.now, or NULL */
+    void *now_ctx;
     unsigned flags;                /* UBJ_MOUNT_* */
     uint32_t commit_interval_ms;
     uint64_t balloc_hint;          /* next-fit cursor for blocks */
@@ -146,7 +148,10 @@ int fs_orphan_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
 int fs_orphan_del(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);
 int fs_orphan_cleanup(struct ubj_fs *fs);   /* at mount: free every orphan */
 /* timestamps */
-void fs_touch(struct ubj_inode *ip, bool atime, bool mtime, bool ctime);
+void fs_touch(struct ubj_fs *fs, struct ubj_inode *ip, bool atime, bool mtime,
+              bool ctime);
+/* fs_now -- the mount's clock for timestamps (cfg.now, else CLOCK_REALTIME). */
+void fs_now(const struct ubj_fs *fs, struct timespec *ts);
 
 /* ---- extent.c ---- */
 /* fs_ext_map -- map logical block lblk of the file: *pblk (0 = hole or

@@ -165,10 +165,11 @@ void ubj_stat_to_posix(const struct ubj_stat *in, struct stat *out)
 }
 
 /* fs_touch -- set the chosen timestamps to now. */
-void fs_touch(struct ubj_inode *ip, bool atime, bool mtime, bool ctime)
+void fs_touch(struct ubj_fs *fs, struct ubj_inode *ip, bool atime, bool mtime,
+              bool ctime)
 {
     struct timespec now;
-    ubj_now(&now);
+    fs_now(fs, &now);
     if (atime) {
         ip->atime = now.tv_sec;
         ip->atime_ns = (uint32_t)now.tv_nsec;
@@ -211,7 +212,7 @@ static void inode_init(struct ubj_fs *fs, struct ubj_inode *ip, uint32_t mode,
             ip->mode |= S_ISGID;
     }
     ip->nlink = 1;
-    fs_touch(ip, true, true, true);
+    fs_touch(fs, ip, true, true, true);
     ip->crtime = ip->ctime;
     ip->crtime_ns = ip->ctime_ns;
     ip->generation = (uint32_t)fs->generation++;
@@ -315,7 +316,7 @@ int fs_inode_drop_link(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *
     ip->nlink--;
     if (S_ISDIR(ip->mode) && ip->nlink == 1)
         ip->nlink = 0;       /* its "." goes with its name */
-    fs_touch(ip, false, false, true);
+    fs_touch(fs, ip, false, false, true);
     rc = fs_idirty(fs, h, r);
     if (rc < 0 || ip->nlink > 0)
         return rc;

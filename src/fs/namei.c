@@ -158,7 +158,7 @@ static int namei_nlink_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_ir
     if (rc < 0)
         return rc;
     r->ip->nlink = (uint32_t)((int64_t)r->ip->nlink + delta);
-    fs_touch(r->ip, false, false, true);
+    fs_touch(fs, r->ip, false, false, true);
     return fs_idirty(fs, h, r);
 }
 
@@ -168,7 +168,7 @@ static int namei_ctime(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *
     int rc = fs_iwrite(fs, h, r);
     if (rc < 0)
         return rc;
-    fs_touch(r->ip, false, false, true);
+    fs_touch(fs, r->ip, false, false, true);
     return fs_idirty(fs, h, r);
 }
 
@@ -180,7 +180,7 @@ static int namei_set_parent(struct ubj_fs *fs, struct ubj_handle *h, struct fs_i
     if (rc < 0)
         return rc;
     r->ip->parent = parent;
-    fs_touch(r->ip, false, false, true);
+    fs_touch(fs, r->ip, false, false, true);
     return fs_idirty(fs, h, r);
 }
 

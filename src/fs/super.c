@@ -501,7 +501,10 @@ static void super_fill(struct ubj_super *sb, const struct super_layout *l,
     sb->state = UBJ_STATE_CLEAN;
     sb->mkfs_time = now->tv_sec;
     sb->write_time = now->tv_sec;
-    super_random(&sb->hash_seed, sizeof sb->hash_seed);
+    if (memcmp(o->uuid, nouuid, 16) != 0)   /* a given uuid: reproducible */
+        sb->hash_seed = ubj_crc32c(0x75626a66u, o->uuid, 16);
+    else
+        super_random(&sb->hash_seed, sizeof sb->hash_seed);
     if (o->label)
         memcpy(sb->label, o->label, strlen(o->label));
 }
@@ -830,6 +833,8 @@ static int super_fs_new(struct ubj_bdev *dev, const struct ubj_config *cfg,
     fs->flags = cfg ? cfg->flags : 0;
     fs->commit_interval_ms = cfg && cfg->commit_interval_ms ?
                              cfg->commit_interval_ms : SUPER_COMMIT_MS_DEFAULT;
+    fs->now = cfg ? cfg->now : NULL;
+    fs->now_ctx = cfg ? cfg->now_ctx : NULL;
     uint32_t gen;
     super_random(&gen, sizeof gen);
     fs->generation = gen;
@@ -915,7 +920,7 @@ static int super_mark_mounted(struct ubj_fs *fs)
     int rc = ubj_txn_start(&fs->txn, SUPER_CREDITS, &h);
     if (rc < 0)
         return rc;
-    ubj_now(&now);
+    fs_now(fs, &now);
     fs->sb.state = UBJ_STATE_MOUNTED | (fs->sb.state & UBJ_STATE_ERRORS);
     fs->sb.mount_mode = (uint32_t)super_mode_by_name(fs->txn.ops->name);
     fs->sb.nvm_region_id = fs->nvm_region_id;
@@ -1190,7 +1195,7 @@ static int super_mark_clean(struct ubj_fs *fs)
     int rc = ubj_txn_start(&fs->txn, SUPER_CREDITS, &h);
     if (rc < 0)
         return rc;
-    ubj_now(&now);
+    fs_now(fs, &now);
     uint32_t errors = (fs->sb.state & UBJ_STATE_ERRORS) ||
                       fs->error ? UBJ_STATE_ERRORS : 0;
     fs->sb.state = UBJ_STATE_CLEAN | errors;
@@ -1220,6 +1225,15 @@ int ubj_unmount(struct ubj_fs *fs)
 }
 
 /* ---- sync, statfs, statistics ----------------------------------------- */
+
+/* fs_now -- the mount's clock for timestamps. */
+void fs_now(const struct ubj_fs *fs, struct timespec *ts)
+{
+    if (fs->now)
+        fs->now(fs->now_ctx, ts);
+    else
+        ubj_now(ts);
+}
 
 /* ubj_tick -- one timer tick, on the caller's schedule. */
 int ubj_tick(struct ubj_fs *fs)

@@ -308,7 +308,7 @@ static int xattr_store(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *
         r->ip->xattr_blk = blk;
         r->ip->blocks++;
     }
-    fs_touch(r->ip, false, false, true);
+    fs_touch(fs, r->ip, false, false, true);
     return fs_idirty(fs, h, r);
 }
 
@@ -358,7 +358,7 @@ static int xattr_change(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref 
     if (rc == 0 && nb->count == 0) {
         rc = fs_xattr_free(fs, h, r);
         if (rc == 0 && (rc = fs_iwrite(fs, h, r)) == 0) {
-            fs_touch(r->ip, false, false, true);
+            fs_touch(fs, r->ip, false, false, true);
             rc = fs_idirty(fs, h, r);
         }
     } else if (rc == 0) {
