@@ -385,14 +385,17 @@ static int run_check_cfg(struct bh_run *r, const char *wname,
     return 0;
 }
 
-/* run_nvm_dir -- a fresh directory for the region (/dev/shm preferred). */
+/* run_nvm_dir -- a fresh directory for the region (/dev/shm preferred),
+ * named after the process (ubjfs-bench-PID-XXXXXX) so that leftovers can
+ * be told apart. */
 static int run_nvm_dir(struct bh_run *r)
 {
     const char *bases[] = { "/dev/shm", getenv("TMPDIR"), "/tmp" };
     for (unsigned i = 0; i < 3; i++) {
         if (bases[i] == NULL || access(bases[i], W_OK) != 0)
             continue;
-        snprintf(r->nvm_dir, sizeof r->nvm_dir, "%s/ubjfs-bench-XXXXXX", bases[i]);
+        snprintf(r->nvm_dir, sizeof r->nvm_dir, "%s/ubjfs-bench-%d-XXXXXX",
+                 bases[i], (int)getpid());
         if (mkdtemp(r->nvm_dir) != NULL) {
             snprintf(r->nvm_path, sizeof r->nvm_path, "%s/region", r->nvm_dir);
             return 0;

@@ -19,12 +19,15 @@ static void expect(const struct bh_config *c, int rc, const char *needle)
         fail_msg("expected %d '%s', got %d '%s'", rc, needle, got, ubj_errormsg());
 }
 
-/* shm_regions -- count our temporary region directories. */
+/* shm_regions -- count this process's temporary region directories (other
+ * tests running at the same time make their own). */
 static size_t shm_regions(void)
 {
     glob_t g;
     size_t n = 0;
-    if (glob("/dev/shm/ubjfs-bench-*", 0, NULL, &g) == 0)
+    char pat[64];
+    snprintf(pat, sizeof pat, "/dev/shm/ubjfs-bench-%d-*", (int)getpid());
+    if (glob(pat, 0, NULL, &g) == 0)
         n = g.gl_pathc;
     globfree(&g);
     return n;
