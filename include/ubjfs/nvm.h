@@ -111,6 +111,16 @@ void *ubj_nvm_desc(struct ubj_nvm *r);                        /* descriptor arra
 uint8_t *ubj_nvm_data(struct ubj_nvm *r);                     /* buffer array */
 uint64_t *ubj_nvm_committed_word(struct ubj_nvm *r);          /* the commit record */
 uint64_t ubj_nvm_committed(const struct ubj_nvm *r);          /* its value */
+uint64_t ubj_nvm_mount_gen(const struct ubj_nvm *r);          /* 0 = never set */
+
+/*
+ * ubj_nvm_set_mount_gen -- store and persist the region's mount generation
+ * (one atomic 8-byte word of the header): a read-write mount numbers
+ * itself and records the number in the image too, so that an older copy
+ * of the region is told apart (docs/UBJ.md, "Region identity").  0 or the
+ * persist's error; -EROFS on a read-only region.  Not thread-safe.
+ */
+int ubj_nvm_set_mount_gen(struct ubj_nvm *r, uint64_t gen);
 int ubj_nvm_is_pmem(const struct ubj_nvm *r);                 /* 1: real pmem */
 const char *ubj_nvm_path(const struct ubj_nvm *r);
 

@@ -97,7 +97,10 @@ struct ubj_super {
                                     image may lack (docs/UBJ.md) */
     uint32_t mount_mode;         /* 264 UBJ_FMT_MODE_* of that mount */
     uint32_t pad0;               /* 268 zero */
-    uint8_t  reserved[UBJ_BS - 272]; /* 272 zero */
+    uint64_t nvm_gen;            /* 272 mode ubj: that mount's generation,
+                                    also stored in the region; a region
+                                    with an older one is an old copy */
+    uint8_t  reserved[UBJ_BS - 280]; /* 280 zero */
 };
 static_assert(sizeof(struct ubj_super) == UBJ_BS, "super");
 

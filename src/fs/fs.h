@@ -56,6 +56,8 @@ struct ubj_fs {
     struct ubj_super sb;           /* in-memory copy; [lock] */
     uint32_t csum_seed;            /* crc32c of the uuid */
     uint64_t nvm_region_id;        /* mode ubj: the attached region's id, else 0 */
+    struct ubj_nvm *nvm;           /* mode ubj: the attached region (the mode's) */
+    uint64_t nvm_gen;              /* mode ubj, read-write: this mount's generation */
     void (*now)(void *ctx, struct timespec *ts);   /* cfg.now, or NULL */
     void *now_ctx;
     unsigned flags;                /* UBJ_MOUNT_* */

@@ -924,6 +924,8 @@ static int super_mark_mounted(struct ubj_fs *fs)
     fs->sb.state = UBJ_STATE_MOUNTED | (fs->sb.state & UBJ_STATE_ERRORS);
     fs->sb.mount_mode = (uint32_t)super_mode_by_name(fs->txn.ops->name);
     fs->sb.nvm_region_id = fs->nvm_region_id;
+    if (fs->nvm_gen)
+        fs->sb.nvm_gen = fs->nvm_gen;
     fs->sb.mount_count++;
     fs->sb.mount_time = now.tv_sec;
     fs->sb.write_time = now.tv_sec;
@@ -996,20 +998,60 @@ static int super_check_last_mount(struct ubj_fs *fs, const struct ubj_config *cf
                          "(fsck -y --discard-nvm)", want);
 }
 
-/* super_check_nvm_region -- mode ubj, region attached: an unclean image must
- * come back with the region it was mounted with (a formatted one is new). */
+/* super_check_nvm_region -- mode ubj, region attached: never an older copy
+ * of the image's region (its commits would roll the image back); an
+ * unclean image comes back with the region it was mounted with (a
+ * formatted one is new); another region of a clean image holds nothing. */
 static int super_check_nvm_region(struct ubj_fs *fs, const struct ubj_config *cfg)
 {
     const struct ubj_super *sb = &fs->sb;
-    if (!super_unclean_ubj(sb) || (cfg->nvm_flags & UBJ_NVM_FORMAT) ||
-        fs->nvm_region_id == sb->nvm_region_id)
+    if (cfg->nvm_flags & UBJ_NVM_FORMAT)
         return 0;
+    if (fs->nvm_region_id == sb->nvm_region_id) {
+        uint64_t gen = ubj_nvm_mount_gen(fs->nvm);
+        if (gen >= sb->nvm_gen)
+            return 0;
+        return ubj_set_error(-EUCLEAN, "mount: %s is an older copy of the image's "
+                             "NVM region (mount generation %llu; the image was "
+                             "last mounted with %llu): its commits would roll "
+                             "the image back; use the current region file",
+                             cfg->nvm_path, (unsigned long long)gen,
+                             (unsigned long long)sb->nvm_gen);
+    }
+    if (!super_unclean_ubj(sb)) {
+        int64_t pending = ubj_nvm_pending(fs->nvm, fs->dev->nblocks);
+        if (pending <= 0 || sb->nvm_region_id == 0)
+            return 0;
+        return ubj_set_error(-EUCLEAN, "mount: %s holds %lld committed blocks of "
+                             "an older mount of this image (region %016llx; the "
+                             "image was last mounted with %016llx): they would "
+                             "roll it back; use --format-nvm to start it afresh",
+                             cfg->nvm_path, (long long)pending,
+                             (unsigned long long)fs->nvm_region_id,
+                             (unsigned long long)sb->nvm_region_id);
+    }
     return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted cleanly "
                          "from NVM region %016llx, but %s is region %016llx: "
                          "mount with the region it used, or, if it is lost, "
                          "repair the image without it (fsck -y --discard-nvm)",
                          (unsigned long long)sb->nvm_region_id, cfg->nvm_path,
                          (unsigned long long)fs->nvm_region_id);
+}
+
+/* super_next_gen -- mode ubj: number this mount, in the region first (a
+ * crash before the image records it leaves the region newer, which is
+ * accepted; an older copy never is). */
+static int super_next_gen(struct ubj_fs *fs)
+{
+    uint64_t g = ubj_nvm_mount_gen(fs->nvm);
+    if (fs->sb.nvm_gen > g)
+        g = fs->sb.nvm_gen;
+    fs->nvm_gen = g + 1;
+    int rc = ubj_nvm_set_mount_gen(fs->nvm, fs->nvm_gen);
+    if (rc < 0)
+        return ubj_set_error(rc, "mount: cannot record the mount in the NVM "
+                             "region: %s", strerror(-rc));
+    return 0;
 }
 
 /*
@@ -1027,6 +1069,7 @@ static int super_mark_home(struct ubj_fs *fs)
     sb->state = UBJ_STATE_MOUNTED | (sb->state & UBJ_STATE_ERRORS);
     sb->mount_mode = UBJ_FMT_MODE_UBJ;
     sb->nvm_region_id = fs->nvm_region_id;
+    sb->nvm_gen = fs->nvm_gen;
     fs_block_seal(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0);
     int rc = ubj_bdev_write(fs->dev, 0, 1, sb);
     if (rc == 0)
@@ -1071,7 +1114,8 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
     if (rc < 0)
         return rc;
     if (strcmp(ops->name, UBJ_MODE_UBJ) == 0) {
-        fs->nvm_region_id = ubj_nvm_region_id(((struct ubj_prep *)marg)->r);
+        fs->nvm = ((struct ubj_prep *)marg)->r;
+        fs->nvm_region_id = ubj_nvm_region_id(fs->nvm);
         rc = super_check_nvm_region(fs, cfg);
         if (rc < 0) {
             ops->release(marg);
@@ -1103,6 +1147,8 @@ static int super_mount_fs(struct ubj_fs *fs)
 {
     int rc = 0;
     if (fs->nvm_region_id != 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
+        rc = super_next_gen(fs);
+    if (rc == 0 && fs->nvm_region_id != 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
         rc = super_mark_home(fs);
     if (rc == 0)
         rc = super_reload(fs);

@@ -45,7 +45,9 @@ struct nvm_header {
     int64_t  format_time;
     uint32_t hdr_crc;
     uint32_t pad;
-    uint8_t  zero[NVM_COMMITTED_OFF - 88];
+    uint64_t mount_gen;      /* 88: generation of the last read-write mount
+                                (outside the crc: one atomic word) */
+    uint8_t  zero[NVM_COMMITTED_OFF - 96];
     uint64_t committed;
 };
 _Static_assert(offsetof(struct nvm_header, hdr_crc) == NVM_HDR_CRC_LEN, "hdr");

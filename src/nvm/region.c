@@ -382,6 +382,21 @@ uint8_t *ubj_nvm_data(struct ubj_nvm *r)
     return r->base + r->layout.data_off;
 }
 
+/* ubj_nvm_mount_gen -- the generation of the last read-write mount. */
+uint64_t ubj_nvm_mount_gen(const struct ubj_nvm *r)
+{
+    return __atomic_load_n(&r->hdr->mount_gen, __ATOMIC_ACQUIRE);
+}
+
+/* ubj_nvm_set_mount_gen -- store and persist a new mount generation. */
+int ubj_nvm_set_mount_gen(struct ubj_nvm *r, uint64_t gen)
+{
+    if (r->rdonly)
+        return ubj_set_error(-EROFS, "nvm: %s is open read-only", r->path);
+    ubj_nvm_store64(r, &r->hdr->mount_gen, gen);
+    return ubj_nvm_persist(r, &r->hdr->mount_gen, 8);
+}
+
 /* ubj_nvm_committed_word -- the commit record's address. */
 uint64_t *ubj_nvm_committed_word(struct ubj_nvm *r)
 {

@@ -518,6 +518,51 @@ static void test_unclean_names_region(void **state)
     unlink(other);
 }
 
+/* an older copy of the right region (same id, taken before the last
+ * mount) is refused, crashed image or clean: its commits would roll the
+ * image back; the current region recovers everything */
+static void test_stale_region_copy(void **state)
+{
+    (void)state;
+    char p[256], old[256], cur[256];
+    ut_region_path(p, sizeof p, "stale");
+    ut_region_path(old, sizeof old, "stale-old");
+    ut_region_path(cur, sizeof cur, "stale-cur");
+    struct ubj_bdev *dev;
+    struct ubj_fs *fs;
+    ut_new_fs(2048, p, 64, &dev, &fs);
+    assert_ok(tpath_put(fs, "/a", "one", 3));
+    assert_ok(ubj_unmount(fs));
+    uint8_t *img;
+    size_t len;
+    assert_ok(ut_file_get(p, &img, &len));      /* the copy a user keeps */
+    assert_ok(ut_file_put(old, img, len));
+    free(img);
+    assert_ok(ut_mount(dev, p, 64, 0, 0, &fs));
+    assert_ok(tpath_put(fs, "/b", "two", 3));
+    assert_ok(ubj_fsync(fs, tpath_ino(fs, "/b"), 0));
+    assert_ok(ut_file_get(p, &img, &len));      /* the crash */
+    assert_ok(ut_file_put(cur, img, len));
+    free(img);
+    struct ubj_bdev *crashed = ut_ram_copy(dev);
+    assert_ok(ubj_unmount(fs));
+
+    assert_rc(ut_mount(crashed, old, 64, 0, 0, &fs), -EUCLEAN);
+    assert_non_null(strstr(ubj_errormsg(), "older copy"));
+    assert_ok(ut_mount(crashed, cur, 64, 0, 0, &fs));
+    assert_true(tpath_ino(fs, "/b") != 0);
+    assert_ok(ubj_unmount(fs));
+    assert_rc(ut_mount(crashed, old, 64, 0, 0, &fs), -EUCLEAN);   /* clean too */
+    assert_ok(ut_mount(crashed, cur, 64, 0, 0, &fs));
+    assert_true(tpath_ino(fs, "/a") != 0 && tpath_ino(fs, "/b") != 0);
+    assert_ok(ubj_unmount(fs));
+    ubj_bdev_destroy(crashed);
+    ubj_bdev_destroy(dev);
+    unlink(p);
+    unlink(old);
+    unlink(cur);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -530,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_mount_config),
         cmocka_unit_test(test_cost_model),
         cmocka_unit_test(test_unclean_names_region),
+        cmocka_unit_test(test_stale_region_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
