@@ -18,6 +18,7 @@ verify=crc32c
 do_verify=1
 verify_fatal=1
 verify_dump=0
+verify_state_save=0
 size=16m
 [randwrite-fsync]
 rw=randwrite
