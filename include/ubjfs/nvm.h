@@ -68,6 +68,11 @@ struct ubj_nvm_layout {
 /* ---- region (src/nvm/region.c) ---------------------------------------- */
 
 #define UBJ_NVM_OPEN_RDONLY 0x1u   /* map read-only (fsck); no persist allowed */
+#define UBJ_NVM_OPEN_PRIVATE 0x2u  /* a private copy-on-write mapping of a file
+                                      opened read-only: stores and persists
+                                      work in memory and never reach the file
+                                      (a read-only mount uses the region as
+                                      its cache without changing it) */
 
 /*
  * ubj_nvm_layout_for -- the layout of a region of `nbufs` buffers (nbufs
@@ -209,6 +214,7 @@ int ubj_nvm_shadow_image(const struct ubj_nvm_shadow *s,
 
 #define UBJ_NVMA_FORMAT 0x1u   /* (re)initialise the region (--format-nvm) */
 #define UBJ_NVMA_RDONLY 0x2u   /* open read-only (fsck) */
+#define UBJ_NVMA_PRIVATE 0x4u  /* UBJ_NVM_OPEN_PRIVATE (a read-only mount) */
 
 /*
  * ubj_nvm_attach -- the region for image `uuid`, the way mount and mkfs

@@ -63,6 +63,7 @@ struct ubj_nvm {
     int fd;                        /* holds the flock */
     bool rdonly;
     bool mmapped;                  /* plain mmap (read-only file), else libpmem */
+    bool private_map;              /* MAP_PRIVATE copy: persists stay in memory */
     bool is_pmem;
     uint8_t *base;                 /* the mapping */
     size_t map_len;

@@ -108,8 +108,10 @@ int ubj_nvm_drain(struct ubj_nvm *r)
         pmem_drain();
         return 0;
     }
-    if (r->pending.lo == r->pending.hi)
-        return 0;
+    if (r->pending.lo == r->pending.hi || r->private_map) {
+        r->pending.lo = r->pending.hi = 0;
+        return 0;             /* a private copy: nothing reaches the file */
+    }
     uint64_t lo = r->pending.lo, hi = r->pending.hi;
     r->pending.lo = r->pending.hi = 0;
     if (pmem_msync(r->base + lo, hi - lo) != 0)

@@ -158,7 +158,22 @@ static int nvm_map(struct ubj_nvm *r)
     int rc = nvm_file_size(r, &size, &regular);
     if (rc < 0)
         return rc;
-    if (r->rdonly && regular) {
+    if (r->private_map && regular) {
+        if (size < UBJ_NVM_HDR_SIZE)
+            return ubj_set_error(-EUCLEAN, "nvm: %s is not a ubjfs NVM region "
+                                 "(%llu bytes)", r->path, (unsigned long long)size);
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, r->fd, 0);
+        if (p == MAP_FAILED)
+            return ubj_set_error(-errno, "nvm: %s: mmap: %s", r->path,
+                                 strerror(errno));
+        r->base = p;
+        r->map_len = size;
+        r->is_pmem = false;
+        r->mmapped = true;
+    } else if (r->private_map) {
+        return ubj_set_error(-EINVAL, "nvm: %s: a read-only mount needs a region "
+                             "file (not a device)", r->path);
+    } else if (r->rdonly && regular) {
         if (size < UBJ_NVM_HDR_SIZE)
             return ubj_set_error(-EUCLEAN, "nvm: %s is not a ubjfs NVM region "
                                  "(%llu bytes)", r->path, (unsigned long long)size);
@@ -222,11 +237,18 @@ static int nvm_check_header(struct ubj_nvm *r)
 int ubj_nvm_open(const char *path, unsigned flags, struct ubj_nvm **out)
 {
     struct ubj_nvm *r;
-    if (path == NULL || out == NULL || (flags & ~UBJ_NVM_OPEN_RDONLY))
+    if (path == NULL || out == NULL ||
+        (flags & ~(UBJ_NVM_OPEN_RDONLY | UBJ_NVM_OPEN_PRIVATE)) ||
+        flags == (UBJ_NVM_OPEN_RDONLY | UBJ_NVM_OPEN_PRIVATE))
         return ubj_set_error(-EINVAL, "nvm: bad open arguments");
-    int rc = nvm_lock_open(path, (flags & UBJ_NVM_OPEN_RDONLY) != 0, false, &r);
+    bool priv = (flags & UBJ_NVM_OPEN_PRIVATE) != 0;
+    int rc = nvm_lock_open(path, (flags & UBJ_NVM_OPEN_RDONLY) != 0 || priv, false, &r);
     if (rc < 0)
         return rc;
+    if (priv) {               /* the file is read-only; the memory is ours */
+        r->rdonly = false;
+        r->private_map = true;
+    }
     rc = nvm_map(r);
     if (rc == 0)
         rc = nvm_check_header(r);

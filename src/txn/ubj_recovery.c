@@ -215,13 +215,15 @@ int ubj_nvm_attach(const char *path, uint64_t size, uint32_t nbufs,
                    const uint8_t uuid[16], unsigned flags, struct ubj_nvm **out)
 {
     if (path == NULL || uuid == NULL || out == NULL ||
-        (flags & ~(UBJ_NVMA_FORMAT | UBJ_NVMA_RDONLY)) ||
-        ((flags & UBJ_NVMA_FORMAT) && (flags & UBJ_NVMA_RDONLY)))
+        (flags & ~(UBJ_NVMA_FORMAT | UBJ_NVMA_RDONLY | UBJ_NVMA_PRIVATE)) ||
+        ((flags & UBJ_NVMA_FORMAT) && (flags & (UBJ_NVMA_RDONLY | UBJ_NVMA_PRIVATE))))
         return ubj_set_error(-EINVAL, "nvm: bad attach arguments");
     struct ubj_nvm *r;
     int rc;
     if (!(flags & UBJ_NVMA_FORMAT)) {
-        rc = ubj_nvm_open(path, (flags & UBJ_NVMA_RDONLY) ? UBJ_NVM_OPEN_RDONLY : 0, &r);
+        unsigned of = (flags & UBJ_NVMA_RDONLY) ? UBJ_NVM_OPEN_RDONLY :
+                      (flags & UBJ_NVMA_PRIVATE) ? UBJ_NVM_OPEN_PRIVATE : 0u;
+        rc = ubj_nvm_open(path, of, &r);
         if (rc < 0)
             return rc;
         rc = attach_check(r, size, nbufs, uuid);
@@ -271,6 +273,8 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
                              cfg->nvm_flags);
     struct ubj_nvm *r;
     unsigned f = (cfg->nvm_flags & UBJ_NVM_FORMAT) ? UBJ_NVMA_FORMAT : 0u;
+    if (cfg->flags & UBJ_MOUNT_RDONLY)    /* the region is the cache's memory, */
+        f |= UBJ_NVMA_PRIVATE;            /* but the file stays as it was */
     int rc = ubj_nvm_attach(cfg->nvm_path, cfg->nvm_size, cfg->cache_blocks,
                             uuid, f, &r);
     if (rc < 0)

@@ -61,12 +61,15 @@ head -c 300000 /dev/urandom >"$tmp/big"
 run 1 "$UBJ_TOOL" cp "$tmp/f" "$img:/f"                       # no region given
 one_line "NVM region"
 UBJFS_NVM=$nvm run 0 "$UBJ_TOOL" cp "$tmp/f" "$tmp/big" "$img:/"
+cp "$nvm" "$tmp/nvm.before"
 UBJFS_NVM=$nvm run 0 "$UBJ_TOOL" cat "$img:/f"
 cmp -s "$tmp/out" "$tmp/f" || fail "cat through the region differs"
 UBJFS_NVM=$nvm run 0 "$UBJ_TOOL" cp "$img:/big" "$tmp/big.out"
 cmp -s "$tmp/big" "$tmp/big.out" || fail "cp out through the region differs"
 UBJFS_NVM=$nvm run 0 "$UBJ_TOOL" ls "$img:/"
 grep -q "big" "$tmp/out" || fail "ls lacks big: $(cat "$tmp/out")"
+# the read-only tools use the region as cache memory, privately
+cmp -s "$nvm" "$tmp/nvm.before" || fail "a read-only tool changed the region file"
 # a clean unmount checkpoints: the image alone is complete
 run 0 "$UBJ_TOOL" fsck "$img"
 run 0 "$UBJ_TOOL" fsck --nvm "$nvm" "$img"
