@@ -55,6 +55,12 @@ struct bh_params {
     const char *kv;          /* workload-specific "key=value,..." or NULL */
 };
 
+/* The defaults a 0 (or NULL) in struct bh_config stands for (added). */
+#define BH_DEFAULT_CACHE_BLOCKS 4096u     /* 16 MiB */
+#define BH_DEFAULT_IMAGE_BLOCKS 65536u    /* 256 MiB */
+#define BH_DEFAULT_COMMIT_MS 5000u
+#define BH_DEFAULT_NVM_PROFILE "dram"
+
 /* struct bh_config -- one run. */
 struct bh_config {
     const char *workload;        /* a bh_workloads[] name */
@@ -182,5 +188,28 @@ uint64_t bh_rand(struct bh_proc *p);
 /* bh_kv_u64 -- the value of `key` in the run's kv string, or dflt.
  * -EINVAL (and a message) if the value is not a number. */
 int bh_kv_u64(struct bh_run *r, const char *key, uint64_t dflt, uint64_t *out);
+
+/* ---- checks before a run (added) ---------------------------------------- */
+
+/*
+ * bh_workload_check_kv -- 0 if every key of the "key=value,..." string kv
+ * (NULL or "" = none) is a parameter of workload `name`, else -EINVAL and
+ * a message naming the first unknown key (or the unknown workload).  Only
+ * keys are checked, not values.  It runs the workload's init on a run
+ * without a file system, which stops at its bh_kv_check(): every
+ * workload's init calls bh_kv_check() before it touches the file system.
+ */
+int bh_workload_check_kv(const char *name, const char *kv);
+
+/*
+ * bh_trace_check -- read the trace at `path` as a replay (cfg->trace_in)
+ * would, checking all of it, and report the workload it records into
+ * workload[len] and its parameters into *params (params->kv set to NULL);
+ * either may be NULL.  0, -EINVAL (not a trace, a bad line, or a workload
+ * that does not exist: the message names the file and line) or the errno
+ * of opening it.
+ */
+int bh_trace_check(const char *path, char *workload, size_t len,
+                   struct bh_params *params);
 
 #endif /* UBJ_BENCH_HARNESS_H */

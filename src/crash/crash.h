@@ -87,6 +87,12 @@ unsigned cx_gen_variants(void);
 /* cx_gen_item -- append item i (< cx_gen_variants()) to w.  0 or -E2BIG. */
 int cx_gen_item(struct cx_workload *w, unsigned i);
 
+/* cx_gen_random -- w := a random workload of nops ops (creates, writes,
+ * appends, truncates, renames, links, unlinks, mkdir/rmdir, fsync,
+ * fdatasync, sync, ticks, opens, xattrs) over 8 names in /, /d, /d/s,
+ * after a small setup.  0, -E2BIG. */
+int cx_gen_random(struct cx_workload *w, uint64_t seed, unsigned nops);
+
 /* ---- the oracle (oracle.c) -------------------------------------------- */
 
 struct ubj_fs;
@@ -200,6 +206,8 @@ int cx_minimize(const struct cx_config *cfg, struct cx_workload *w,
  * "ubj-ckpt-flush", "journal-commit-flush", "journal-ckpt-flush",
  * "none" to clear).  0 or -EINVAL. */
 int cx_set_break(const char *name);
+/* cx_break_get -- the name of the selected variant ("none" if none). */
+const char *cx_break_get(void);
 /* cx_break_names -- the names, space-separated. */
 const char *cx_break_names(void);
 

@@ -133,6 +133,15 @@ int cx_set_break(const char *name)
                          cx_break_names());
 }
 
+/* cx_break_get -- the selected variant's name. */
+const char *cx_break_get(void)
+{
+    for (size_t i = 0; i < sizeof ex_breaks / sizeof ex_breaks[0]; i++)
+        if (ex_breaks[i].ub == ex_ubj_break && ex_breaks[i].jb == ex_j_break)
+            return ex_breaks[i].name;
+    return "none";
+}
+
 /* cx_break_names -- every name cx_set_break takes. */
 const char *cx_break_names(void)
 {
@@ -791,7 +800,8 @@ struct ex_regions {
     unsigned n;
 };
 
-/* ex_region_add -- keep a region image (unless seen: returns 0, frees). */
+/* ex_region_add -- keep a region image (one already kept at this point,
+ * or one too many, is freed instead). */
 static void ex_region_add(struct ex *x, struct ex_regions *r, uint8_t *img, const char *d)
 {
     uint64_t h = ubj_crc32c(0x1234, img, x->region_size);
@@ -902,10 +912,9 @@ static int ex_point(struct ex *x, struct ubj_bdev *rec, struct ubj_nvm_shadow *s
                            .dhi = dhi };
     for (unsigned i = 0; i < r.n && !x->stop; i++) {
         st.region = r.img[i];
+        unsigned pick = full && s.nvec > 1 ? 1 + (unsigned)(ex_rand(&x->rng) % (s.nvec - 1)) : 0;
         for (unsigned v = 0; v < s.nvec && !x->stop; v++) {
-            if (i >= 2 && !full && v != 0)
-                break;
-            if (i >= 2 && full && v != 0 && v != (unsigned)(ex_rand(&x->rng) % s.nvec))
+            if (i >= 2 && v != 0 && v != pick)   /* other regions: none + one */
                 continue;
             st.ch = s.v + v * c;
             snprintf(st.desc, sizeof st.desc, "nvm point %llu of %llu: region %s; device "
@@ -917,6 +926,37 @@ static int ex_point(struct ex *x, struct ubj_bdev *rec, struct ubj_nvm_shadow *s
     ex_vecs_free(&s);
     ex_regions_free(&r);
     return 0;
+}
+
+/* ex_tail -- mode ubj, after the last nvm point: the region as the run
+ * left it (everything drained) with every device epoch opened since. */
+static int ex_tail(struct ex *x)
+{
+    uint8_t *region;
+    size_t size;
+    int rc = ex_file_get(x->reg_run, &region, &size);
+    if (rc == 0 && size != x->region_size)
+        rc = ubj_set_error(-EPROTO, "the region changed size");
+    uint64_t nf = ubj_bdev_record_flushes(x->rec);
+    for (uint64_t e = x->cap.f; rc == 0 && e <= nf && !x->stop; e++) {
+        uint64_t first, c;
+        struct ex_vecs s;
+        if ((rc = ubj_bdev_record_epoch(x->rec, e, &first, &c)) < 0 ||
+            (rc = ex_vecs_make(x, x->rec, first, c, 1, &s)) < 0)
+            break;
+        struct ex_state st = { .rec = x->rec, .epoch = e, .nch = c, .region = region };
+        ex_bounds(x, x->points, e, &st.lo, &st.hi);
+        for (unsigned i = 0; i < s.nvec && !x->stop; i++) {
+            st.ch = s.v + i * c;
+            snprintf(st.desc, sizeof st.desc, "after the last nvm point: region as left; "
+                     "device epoch %llu of %llu: %s", (unsigned long long)e,
+                     (unsigned long long)nf, s.desc[i]);
+            ex_check(x, &st);
+        }
+        ex_vecs_free(&s);
+    }
+    free(region);
+    return rc;
 }
 
 /* ex_explore_ubj -- every nvm point: re-run armed there, check its states. */
@@ -936,7 +976,8 @@ static int ex_explore_ubj(struct ex *x)
         ex_bounds(x, p - 1, x->cap.f, &lo, &hi);
         rc = ex_point(x, x->rec, x->sh, p, x->points, &x->cap, lo, hi, hi, 1);
     }
-    /* the device epochs after the last nvm point (unmount's checkpoint) */
+    if (rc == 0 && !x->stop)
+        rc = ex_tail(x);
     return rc;
 }
 
@@ -1002,7 +1043,6 @@ static long long ex_nest_run(struct ex_nest *n, const struct ex_state *s, uint64
 static void ex_nested(struct ex *x, const struct ex_state *s, unsigned jmin, unsigned jmax)
 {
     struct ex_nest n = { .x = x, .sh = x->sh };
-    struct ex_state st = *s;
     char why[448];
     x->nested = 1;
     long long P = ex_nest_run(&n, s, 0);
@@ -1039,7 +1079,6 @@ static void ex_nested(struct ex *x, const struct ex_state *s, unsigned jmin, uns
         memcpy(x->seen, saved, nsaved * sizeof *saved);
         x->nseen = nsaved;
     }
-    (void)st;
     ubj_bdev_destroy(n.rec);
     x->nested = 0;
 }

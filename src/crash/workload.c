@@ -338,6 +338,60 @@ int cx_gen_item(struct cx_workload *w, unsigned i)
     return rc;
 }
 
+/* ---- random workloads ------------------------------------------------------------ */
+
+/* wl_rand -- splitmix64 step. */
+static uint64_t wl_rand(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* cx_gen_random -- nops random ops over 8 names in /, /d and /d/s. */
+int cx_gen_random(struct cx_workload *w, uint64_t seed, unsigned nops)
+{
+    static const char *const names[] = { "/f0", "/f1", "/f2", "/f3", "/d/g0",
+                                         "/d/g1", "/d/g2", "/d/s/h0" };
+    static const char kinds[] = "cccwwwwaaatrrufFmRlTTsoxS";  /* weights */
+    if (nops > CX_MAX_OPS)
+        return ubj_set_error(-E2BIG, "random workload: more than %u ops", CX_MAX_OPS);
+    int rc = cx_workload_parse("mkdir /d\ncreat /f0\nwrite /f0 0 8K\nbegin\n", "random", w);
+    uint64_t x = seed;
+    for (unsigned i = 0; rc == 0 && i < nops; i++) {
+        const char *a = names[wl_rand(&x) % 8], *b = names[wl_rand(&x) % 8];
+        const char *dir = wl_rand(&x) & 1 ? "/d" : "/d/s";
+        char line[160];
+        switch (kinds[wl_rand(&x) % (sizeof kinds - 1)]) {
+        case 'c': snprintf(line, sizeof line, "creat %s", a); break;
+        case 'w': snprintf(line, sizeof line, "write %s %llu %llu", a,
+                           (unsigned long long)(wl_rand(&x) % 24) * 1024,
+                           (unsigned long long)(1 + wl_rand(&x) % 200) * 64); break;
+        case 'a': snprintf(line, sizeof line, "append %s %llu", a,
+                           (unsigned long long)(1 + wl_rand(&x) % 300) * 16); break;
+        case 't': snprintf(line, sizeof line, "truncate %s %llu", a,
+                           (unsigned long long)(wl_rand(&x) % 800) * 16); break;
+        case 'r': snprintf(line, sizeof line, "rename %s %s", a, b); break;
+        case 'u': snprintf(line, sizeof line, "unlink %s", a); break;
+        case 'f': snprintf(line, sizeof line, "fsync %s", a); break;
+        case 'F': snprintf(line, sizeof line, "fdatasync %s", a); break;
+        case 'm': snprintf(line, sizeof line, "mkdir %s", dir); break;
+        case 'R': snprintf(line, sizeof line, "rmdir %s", dir); break;
+        case 'l': snprintf(line, sizeof line, "link %s %s", a, b); break;
+        case 'T': snprintf(line, sizeof line, "tick"); break;
+        case 's': snprintf(line, sizeof line, "sync"); break;
+        case 'o': snprintf(line, sizeof line, "open %s", a); break;
+        case 'x': snprintf(line, sizeof line, "setxattr %s user.k %llu", a,
+                           (unsigned long long)(1 + wl_rand(&x) % 20) * 16); break;
+        default: snprintf(line, sizeof line, "fsync /d"); break;
+        }
+        rc = wl_push(w, line);
+    }
+    snprintf(w->name, sizeof w->name, "random%llu", (unsigned long long)seed);
+    return rc;
+}
+
 /* ---- running an op -------------------------------------------------------------- */
 
 /* cx_fill -- 16-byte cells naming (file, offset, version). */

@@ -657,10 +657,14 @@ static void ck_super_fields(struct ck *ck)
                      "recovers them) before repairing it, or, if the region is "
                      "lost, repair without it (--discard-nvm)",
                      CK_LL(sb->nvm_region_id));
-        else if (ck->repair)
+        else if (ck->repair) {
             ck_note(ck, "mode ubj: repairing without NVM region %016llx: its "
                     "committed blocks not yet home are given up",
                     CK_LL(sb->nvm_region_id));
+            sb->nvm_region_id = 0;   /* that region may never roll it back */
+            sb->mount_mode = 0;
+            ck->sb_dirty = true;
+        }
         else
             ck_note(ck, "mode ubj: unless this is the image with its NVM region "
                     "overlaid, committed blocks may be only in the region");

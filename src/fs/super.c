@@ -1020,7 +1020,7 @@ static int super_check_nvm_region(struct ubj_fs *fs, const struct ubj_config *cf
     }
     if (!super_unclean_ubj(sb)) {
         int64_t pending = ubj_nvm_pending(fs->nvm, fs->dev->nblocks);
-        if (pending <= 0 || sb->nvm_region_id == 0)
+        if (pending <= 0)
             return 0;
         return ubj_set_error(-EUCLEAN, "mount: %s holds %lld committed blocks of "
                              "an older mount of this image (region %016llx; the "

@@ -53,9 +53,11 @@
  *  - READDIRPLUS returns attributes with names; writes and reads carry up
  *    to UBJ_FUSE_MAX_WRITE bytes; several worker threads overlap the
  *    transfers (the library serialises the operations themselves).
- *  - with writeback_cache (the default) the kernel also caches writes and
- *    sends them in large batches later; "WB" below says how a full device
- *    still fails write(2) with ENOSPC.
+ *  - with -o writeback_cache the kernel also caches writes and sends them
+ *    in large batches later; "WB" below says how a full device still fails
+ *    write(2) with ENOSPC.  Not the default: measured slower in mode ubj
+ *    (fsync waits for the kernel's background writeback; dirty-page
+ *    throttling of the mount), docs/PERFORMANCE.md.
  *
  * WB.  With writeback_cache, write(2) copies into the kernel's page cache
  * and returns; the kernel sends the pages here later (FUSE_WRITE with
@@ -73,7 +75,10 @@
  *     kernel's attributes of it dropped (notify_inval_inode); the next
  *     write(2) then asks for them (GETATTR with a file handle), is answered
  *     ENOSPC and returns it.  A writer into a full device so stops with
- *     ENOSPC while all it was told was written still fits the reserve.
+ *     ENOSPC while all it was told was written still fits the reserve.  A
+ *     file created while space is low is flagged at once.  A flag older
+ *     than FU_WB_GATE_NS is stale (an lseek(SEEK_END) or a read at EOF
+ *     asks the same way once the attributes time out: they must not fail).
  *  W3 a writeback that fails anyway (the reserve used up by many writers at
  *     once) is answered with its errno, never with a short count (the
  *     kernel does not look at the count of a writeback): the kernel returns
@@ -89,14 +94,17 @@
 #include <linux/fs.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 #include "fuse/fuse.h"
+#include "util/util.h"
 
 #define FU_BUCKETS 4096u          /* lookup-reference hash buckets */
 #define FU_MAX_BACKGROUND 64u     /* kernel background requests (writeback) */
@@ -104,12 +112,13 @@
 #define FU_MIB (1024u * 1024u)
 #define FU_WB_SLACK (4u * FU_MIB)  /* W1: margin over twice the dirty limit */
 #define FU_WB_MIN_DIRTY FU_MIB     /* W1: a smaller dirty limit: no writeback_cache */
+#define FU_WB_GATE_NS 1000000000u  /* W2: a flag this old is stale */
 
 /* One node the kernel holds: [ref_lock] */
 struct fu_ref {
     ubj_ino_t ino;
     uint64_t nlookup;
-    bool enospc;              /* writeback: fail the next write(2) (see WB) */
+    uint64_t enospc;          /* W2: when flagged (CLOCK_MONOTONIC ns), or 0 */
     struct fu_ref *next;
 };
 
@@ -187,6 +196,7 @@ static int fu_ref_get(struct ubj_fuse *f, ubj_ino_t ino)
     } else {
         r->ino = ino;
         r->nlookup = 1;
+        r->enospc = 0;
         r->next = *head;
         *head = r;
     }
@@ -218,34 +228,46 @@ static void fu_ref_put(struct ubj_fuse *f, ubj_ino_t ino, uint64_t n)
     pthread_mutex_unlock(&f->ref_lock);
 }
 
+/* fu_now_ns -- CLOCK_MONOTONIC in ns (never 0). */
+static uint64_t fu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
+}
+
 /* fu_enospc_set -- W2: flag ino (the kernel holds it: R1) so that its next
  * write(2) fails, and drop the kernel's attributes so that it asks (again
  * each time: a SETATTR or stat reply may have renewed them). */
 static void fu_enospc_set(struct ubj_fuse *f, ubj_ino_t ino)
 {
+    uint64_t now = fu_now_ns();
     pthread_mutex_lock(&f->ref_lock);
     for (struct fu_ref *r = *fu_bucket(f, ino); r != NULL; r = r->next)
         if (r->ino == ino) {
-            r->enospc = true;
+            r->enospc = now;
             break;
         }
     pthread_mutex_unlock(&f->ref_lock);
     (void)fuse_lowlevel_notify_inval_inode(f->se, ino, -1, 0);
 }
 
-/* fu_enospc_take -- W2: was ino flagged?  Clears the flag. */
+/* fu_enospc_take -- W2: was ino flagged within FU_WB_GATE_NS?  Clears the
+ * flag.  An older flag is stale: the write(2) it was meant for would have
+ * come at once, and the next GETATTR with a file handle may be an lseek
+ * or a read at the end of the file, which must not fail. */
 static bool fu_enospc_take(struct ubj_fuse *f, ubj_ino_t ino)
 {
-    bool was = false;
+    uint64_t at = 0;
     pthread_mutex_lock(&f->ref_lock);
     for (struct fu_ref *r = *fu_bucket(f, ino); r != NULL; r = r->next)
         if (r->ino == ino) {
-            was = r->enospc;
-            r->enospc = false;
+            at = r->enospc;
+            r->enospc = 0;
             break;
         }
     pthread_mutex_unlock(&f->ref_lock);
-    return was;
+    return at != 0 && fu_now_ns() - at < FU_WB_GATE_NS;
 }
 
 /* fu_wb_low -- W2: are fewer than `reserve` blocks free? */
@@ -1131,6 +1153,41 @@ static int fu_args(const struct ubj_fuse_opts *o, struct fuse_args *args)
     return rc == 0 ? 0 : -ENOMEM;
 }
 
+/* libfuse's complaint about the options (ubj_fuse_new: one thread). */
+static char fu_optmsg[256];
+
+/* fu_log_capture -- a fuse_log_func_t keeping libfuse's error message for
+ * ubj_fuse_new's caller to print once (debug output still goes out). */
+static void fu_log_capture(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+    if (level >= FUSE_LOG_DEBUG) {
+        vfprintf(stderr, fmt, ap);
+        return;
+    }
+    size_t n = strlen(fu_optmsg);            /* the first line, in pieces */
+    if (n > 0 && fu_optmsg[n - 1] == '\n')
+        return;
+    vsnprintf(fu_optmsg + n, sizeof fu_optmsg - n, fmt, ap);
+}
+
+/* fu_session_new -- fuse_session_new; its error in ubj_errormsg(). */
+static int fu_session_new(struct ubj_fuse *f, struct fuse_args *args)
+{
+    fu_optmsg[0] = '\0';
+    fuse_set_log_func(fu_log_capture);
+    f->se = fuse_session_new(args, &fu_ops, sizeof fu_ops, f);
+    fuse_set_log_func(NULL);
+    if (f->se != NULL) {
+        fputs(fu_optmsg, stderr);        /* a warning: not swallowed */
+        return 0;
+    }
+    fu_optmsg[strcspn(fu_optmsg, "\n")] = '\0';
+    const char *m = fu_optmsg;
+    if (strncmp(m, "fuse: ", 6) == 0)
+        m += 6;
+    return ubj_set_error(-EINVAL, "%s", m[0] != '\0' ? m : "rejected by libfuse");
+}
+
 /* ubj_fuse_new -- a session with these options, not yet mounted. */
 int ubj_fuse_new(const struct ubj_fuse_opts *o, struct ubj_fuse **out)
 {
@@ -1143,11 +1200,8 @@ int ubj_fuse_new(const struct ubj_fuse_opts *o, struct ubj_fuse **out)
     f->o.fsname = NULL;
     pthread_mutex_init(&f->ref_lock, NULL);
     int rc = fu_args(o, &args);
-    if (rc == 0) {
-        f->se = fuse_session_new(&args, &fu_ops, sizeof fu_ops, f);
-        if (f->se == NULL)
-            rc = -EINVAL;
-    }
+    if (rc == 0)
+        rc = fu_session_new(f, &args);
     fuse_opt_free_args(&args);
     if (rc < 0) {
         pthread_mutex_destroy(&f->ref_lock);

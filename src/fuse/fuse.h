@@ -38,8 +38,8 @@ struct ubj_fuse_opts {
 struct ubj_fuse;
 
 /* ubj_fuse_new -- a FUSE session with these options (not yet mounted).
- * 0 and *out; -EINVAL (a FUSE option libfuse rejects: it printed why);
- * -ENOMEM. */
+ * 0 and *out; -EINVAL (a FUSE option libfuse rejects: ubj_errormsg() says
+ * which, nothing is printed); -ENOMEM. */
 int ubj_fuse_new(const struct ubj_fuse_opts *o, struct ubj_fuse **out);
 
 /* ubj_fuse_mount -- mount the session on `mountpoint`, serving `fs`.

@@ -164,6 +164,25 @@ static int bm_parse_model(struct bm_args *a, int c, const char *arg)
     }
 }
 
+/* bm_check_modes -- every name of the --modes list is a mode label or
+ * "recovery" (no empty name).  -1 to go on, else an exit code. */
+static int bm_check_modes(const char *list)
+{
+    for (const char *p = list; ; ) {
+        size_t len = strcspn(p, ",");
+        bool ok = len == 8 && strncmp(p, "recovery", 8) == 0;
+        for (size_t i = 0; !ok && i < BM_NALL; i++)
+            ok = strlen(bm_all[i].label) == len && strncmp(p, bm_all[i].label, len) == 0;
+        if (!ok)
+            return tools_usage_err("unknown mode '%.*s' in --modes (none, ordered, journal, "
+                                   "writeback, ordered-async, journal-async, ubj, recovery)",
+                                   (int)len, p);
+        if (p[len] == '\0')
+            return -1;
+        p += len + 1;
+    }
+}
+
 /* bm_parse -- options into *a; -1 to go on, else an exit code. */
 static int bm_parse(int argc, char **argv, struct bm_args *a)
 {
@@ -201,7 +220,11 @@ static int bm_parse(int argc, char **argv, struct bm_args *a)
             a->cache_blocks = (uint32_t)v;
             break;
         case 'D': a->nvm_dir = optarg; break;
-        case 'm': a->only = optarg; break;
+        case 'm':
+            if ((rc = bm_check_modes(optarg)) >= 0)
+                return rc;
+            a->only = optarg;
+            break;
         case 'C': a->csv = true; break;
         case 'H': bm_usage(); return TOOLS_EXIT_OK;
         default:

@@ -9,13 +9,21 @@
  * determinism test compares two of them byte for byte).  The column and
  * field names are documented in docs/TOOLS.md; a change here changes
  * TOOLS_BOUT_SCHEMA.
+ *
+ * Storage bytes: data + metadata + journal are every write to the device;
+ * checkpoint is the part of data + metadata that checkpoints wrote home,
+ * so the table says so and the bytes plot never stacks it on the others.
+ * gnuplot runs in a process group of its own and is killed (the whole
+ * group) when it has not finished after TOOLS_BOUT_GNUPLOT_S seconds.
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "bench_out.h"
 
@@ -30,6 +38,10 @@ static const char *const bout_opnames[BH_OP_NR] = {
 };
 
 static const char *const bout_dens[] = { "ordered", "journal" };
+
+/* How long gnuplot may take (ms) before it is killed; a variable so that
+ * the tests can shorten it. */
+static unsigned bout_gnuplot_ms = TOOLS_BOUT_GNUPLOT_S * 1000u;
 
 /* tools_bout_opname -- the lower-case name of operation kind k. */
 const char *tools_bout_opname(enum bh_opkind k)
@@ -95,6 +107,8 @@ int tools_bout_table(FILE *f, const struct tools_bout_row *rows, size_t n)
     int ww = bout_width(rows, n, BOUT_WORKLOAD, 8);
     int wd = bout_width(rows, n, BOUT_DEVICE, 6);
     int wm = bout_width(rows, n, BOUT_MODE, 4);
+    fputs("(MiB written: data + meta + jrnl = all storage writes; ckpt_MiB is the part of "
+          "data + meta that checkpoints wrote home, not an addition)\n", f);
     fprintf(f, "%-*s %-*s %-*s %8s %10s %11s %8s %8s %9s %9s %9s %9s %9s %8s %9s %6s\n",
             ww, "workload", wd, "device", wm, "mode", "txns", "elapsed_s", "txn/s",
             "p50_ms", "p99_ms", "data_MiB", "meta_MiB", "jrnl_MiB", "ckpt_MiB",
@@ -167,13 +181,18 @@ void tools_bout_mean(const struct tools_bout_ratio *r, size_t n, struct tools_bo
     m->el_arith = se / (double)m->n;
 }
 
-/* bout_ratio_cell -- "   1.85 (+85%)" into buf, or "-" when v is unusable. */
+/* bout_ratio_cell -- "1.850 (+85%)" into buf, or "-" when v is unusable;
+ * small ratios keep 3 significant digits ("0.00412 (-99.59%)") so that
+ * nothing but a true 0 reads as -100%. */
 static void bout_ratio_cell(double v, char *buf, size_t len)
 {
-    if (bout_usable(v))
-        snprintf(buf, len, "%.3f (%+.0f%%)", v, (v - 1.0) * 100.0);
-    else
+    double pct = (v - 1.0) * 100.0;
+    if (!bout_usable(v))
         snprintf(buf, len, "-");
+    else if (v >= 0.01)
+        snprintf(buf, len, "%.3f (%+.0f%%)", v, pct);
+    else
+        snprintf(buf, len, "%.3g (%+.2f%%)", v, pct);
 }
 
 /* bout_ratio_line -- one line of the ratio table. */
@@ -390,7 +409,10 @@ static void bout_json_config(FILE *f, const struct tools_bout_meta *m)
     bout_json_kstr(f, "command", m->command);
     bout_json_kstr(f, "clock", m->clock);
     bout_json_ku64(f, "seed", m->seed);
-    bout_json_ku64(f, "procs", m->procs);
+    if (m->procs != 0)
+        bout_json_ku64(f, "procs", m->procs);
+    else
+        fputs("\"procs\": null, ", f);     /* each workload's own: results[].procs */
     bout_json_ku64(f, "think_ns", m->think_ns);
     bout_json_ku64(f, "cache_blocks", m->cache_blocks);
     bout_json_ku64(f, "image_blocks", m->image_blocks);
@@ -400,7 +422,15 @@ static void bout_json_config(FILE *f, const struct tools_bout_meta *m)
     fprintf(f, "\"final_sync\": %s, ", m->final_sync ? "true" : "false");
     fputs("\"wall_s\": ", f);
     bout_json_num(f, m->wall_s);
-    fputs("},\n", f);
+    fputs(",\n    \"requested\": {", f);
+    bout_json_ku64(f, "procs", m->procs);
+    fprintf(f, "\"think_set\": %s, ", m->think_set ? "true" : "false");
+    bout_json_ku64(f, "cache_blocks", m->req_cache_blocks);
+    bout_json_ku64(f, "image_blocks", m->req_image_blocks);
+    bout_json_ku64(f, "commit_interval_ms", m->req_commit_interval_ms);
+    fputs("\"nvm_profile\": ", f);
+    bout_json_str(f, m->req_nvm_profile);
+    fputs("}},\n", f);
 }
 
 /* bout_json_ops -- `"key": {"create": n, ...}` of an op-count array. */
@@ -572,8 +602,16 @@ static bool bout_has(const struct bout_plot *p, const char *w, const char *d)
     return false;
 }
 
+/* bout_data_head -- the comment lines that open a block of a data file. */
+static void bout_data_head(FILE *f, size_t blk, const char *w, const char *d,
+                           const char *what, const char *cols)
+{
+    fprintf(f, "%s# %s on %s: %s\n# %s\n", blk ? "\n\n" : "", w, d, what, cols);
+}
+
 /* bout_thr_data -- throughput-DEV.dat: per workload run on device k a
- * block of one line, the txn/s of each mode. */
+ * block, one line per mode: name, x position (the mode's index), txn/s
+ * ('?' when that mode did not run there). */
 static int bout_thr_data(const char *dir, const struct bout_plot *p, size_t k)
 {
     char name[160];
@@ -584,28 +622,22 @@ static int bout_thr_data(const char *dir, const struct bout_plot *p, size_t k)
     for (size_t i = 0, blk = 0; i < p->nw; i++) {
         if (!bout_has(p, p->w[i], p->d[k]))
             continue;
-        fprintf(f, "%s# %s on %s: transactions/s\n\"device\"", blk++ ? "\n\n" : "",
-                p->w[i], p->d[k]);
-        for (size_t j = 0; j < p->nm; j++) {
-            fputc(' ', f);
-            bout_gp_quote(f, p->m[j]);
-        }
-        fputc('\n', f);
-        bout_gp_quote(f, p->d[k]);
+        bout_data_head(f, blk++, p->w[i], p->d[k], "transactions/s", "mode x txn/s");
         for (size_t j = 0; j < p->nm; j++) {
             const struct tools_bout_row *r = bout_find(p->rows, p->n, p->w[i], p->m[j], p->d[k]);
+            bout_gp_quote(f, p->m[j]);
             if (r != NULL)
-                fprintf(f, " %.6f", r->r.ops_per_s);
+                fprintf(f, " %zu %.6f\n", j, r->r.ops_per_s);
             else
-                fputs(" ?", f);
+                fprintf(f, " %zu ?\n", j);
         }
-        fputc('\n', f);
     }
     return bout_fclose(f);
 }
 
 /* bout_bytes_data -- bytes-DEV.dat: per workload run on device k a block,
- * mode x category. */
+ * one line per mode: name, x, MiB of data, metadata, journal, checkpoint
+ * (checkpoint is a part of data + metadata). */
 static int bout_bytes_data(const char *dir, const struct bout_plot *p, size_t k)
 {
     char name[160];
@@ -616,36 +648,22 @@ static int bout_bytes_data(const char *dir, const struct bout_plot *p, size_t k)
     for (size_t i = 0, blk = 0; i < p->nw; i++) {
         if (!bout_has(p, p->w[i], p->d[k]))
             continue;
-        fprintf(f, "%s# %s on %s: MiB written\n\"mode\" \"data\" \"metadata\" \"journal\" "
-                "\"checkpoint\"\n", blk++ ? "\n\n" : "", p->w[i], p->d[k]);
+        bout_data_head(f, blk++, p->w[i], p->d[k],
+                       "MiB written (checkpoint is a part of data + metadata)",
+                       "mode x data metadata journal checkpoint");
         for (size_t j = 0; j < p->nm; j++) {
             const struct tools_bout_row *r = bout_find(p->rows, p->n, p->w[i], p->m[j], p->d[k]);
             bout_gp_quote(f, p->m[j]);
             if (r == NULL) {
-                fputs(" ? ? ? ?\n", f);
+                fprintf(f, " %zu ? ? ? ?\n", j);
                 continue;
             }
-            fprintf(f, " %.6f %.6f %.6f %.6f\n", (double)r->r.bytes_data / BOUT_MIB,
+            fprintf(f, " %zu %.6f %.6f %.6f %.6f\n", j, (double)r->r.bytes_data / BOUT_MIB,
                     (double)r->r.bytes_metadata / BOUT_MIB, (double)r->r.bytes_journal / BOUT_MIB,
                     (double)r->r.bytes_checkpoint / BOUT_MIB);
         }
     }
     return bout_fclose(f);
-}
-
-/* bout_gp_head -- terminal, output and the common style. */
-static void bout_gp_head(FILE *f, const char *out, size_t panels, const char *title)
-{
-    fprintf(f, "\nset terminal svg size %zu,440 noenhanced font \"Sans,10\" background rgb \"white\"\n",
-            260 * panels + 80);
-    fprintf(f, "set output \"%s\"\n", out);
-    fputs("set datafile missing \"?\"\nset style data histograms\n"
-          "set style fill solid 0.85 border -1\nset boxwidth 0.85\n"
-          "set grid ytics\nset yrange [0:*]\nset offsets 0, 0, graph 0.3, 0\nset key top left\n"
-          "set xtics rotate by -30\n", f);
-    fprintf(f, "set multiplot layout 1,%zu title ", panels);
-    bout_gp_quote(f, title);
-    fputc('\n', f);
 }
 
 /* bout_panels -- how many workloads ran on device k. */
@@ -657,48 +675,85 @@ static size_t bout_panels(const struct bout_plot *p, size_t k)
     return panels;
 }
 
-/* bout_gp_thr -- the throughput figure of device k. */
+/* bout_gp_head -- terminal, output, the common style, the mode names as
+ * horizontal x tic labels under their bars, and the figure's title (two
+ * lines: title, then note). */
+static void bout_gp_head(FILE *f, const struct bout_plot *p, size_t k, const char *out,
+                         const char *title, const char *note)
+{
+    size_t panels = bout_panels(p, k);
+    size_t per = 70 * p->nm + 90 > 260 ? 70 * p->nm + 90 : 260;
+    fprintf(f, "\nset terminal svg size %zu,460 noenhanced font \"Sans,10\" background rgb \"white\"\n",
+            per * panels + 40);
+    fprintf(f, "set output \"%s\"\n", out);
+    fputs("set datafile missing \"?\"\nset style fill solid 0.85 border -1\n"
+          "set grid ytics\nset yrange [0:*]\nset offsets 0, 0, graph 0.25, 0\n"
+          "set bmargin 3\nset xtics nomirror scale 0 font \",9\"\nset ytics nomirror\n", f);
+    fprintf(f, "set xrange [-0.6:%.1f]\nset xtics (", (double)p->nm - 0.4);
+    for (size_t j = 0; j < p->nm; j++) {
+        fputs(j ? ", " : "", f);
+        bout_gp_quote(f, p->m[j]);
+        fprintf(f, " %zu", j);
+    }
+    fprintf(f, ")\nset multiplot layout 1,%zu title ", panels);
+    fputc('"', f);
+    for (const char *s = title; *s; s++)
+        fputc(*s == '"' || *s == '\\' ? '\'' : *s, f);
+    fprintf(f, "\\n%s\"\n", note);
+}
+
+/* bout_gp_thr -- the throughput figure of device k: per workload a panel,
+ * one colored bar per mode (its name below, its value above). */
 static void bout_gp_thr(FILE *f, const struct bout_plot *p, size_t k, const char *title)
 {
-    char t[512], out[160];
+    char t[512], out[160], dat[160];
     snprintf(t, sizeof t, "%s: throughput on %s (transactions/s, higher is better)",
              title, p->d[k]);
     snprintf(out, sizeof out, "throughput-%s.svg", p->dname[k]);
-    bout_gp_head(f, out, bout_panels(p, k), t);
-    fputs("set style histogram clustered gap 1\nset ylabel \"transactions/s\"\n", f);
+    snprintf(dat, sizeof dat, "throughput-%s.dat", p->dname[k]);
+    bout_gp_head(f, p, k, out, t, "each panel on its own scale");
+    fputs("unset key\nset ylabel \"transactions/s\"\n", f);
     for (size_t i = 0, blk = 0; i < p->nw; i++) {
         if (!bout_has(p, p->w[i], p->d[k]))
             continue;
         fputs("set title ", f);
         bout_gp_quote(f, p->w[i]);
-        fprintf(f, "\n%splot", blk == 1 ? "unset key\nunset ylabel\n" : "");
-        for (size_t j = 0; j < p->nm; j++)
-            fprintf(f, "%s 'throughput-%s.dat' index %zu using %zu%s title columnheader(%zu) lc %zu",
-                    j ? "," : "", p->dname[k], blk, j + 2, j ? "" : ":xtic(1)", j + 2, j + 1);
-        fputc('\n', f);
+        fprintf(f, "\n%splot '%s' index %zu using 2:3:(0.7):($2+1) with boxes lc variable, \\\n"
+                "  '' index %zu using 2:3:($3 >= 100 ? sprintf(\"%%.0f\", $3) : "
+                "sprintf(\"%%.3g\", $3)) with labels offset 0,0.7 font \",8\"\n",
+                blk == 1 ? "unset ylabel\n" : "", dat, blk, blk);
         blk++;
     }
     fputs("unset multiplot\n", f);
 }
 
-/* bout_gp_bytes -- the storage-bytes figure of device k. */
+/* bout_gp_bytes -- the storage-bytes figure of device k: per workload a
+ * panel, per mode a bar stacking data, metadata and journal, and over it
+ * a narrow hatched bar of the checkpoint MiB (a part of data + metadata,
+ * so it is not stacked). */
 static void bout_gp_bytes(FILE *f, const struct bout_plot *p, size_t k, const char *title)
 {
-    char t[512], out[160];
-    snprintf(t, sizeof t, "%s: storage bytes written on %s by category (MiB)", title, p->d[k]);
+    char t[512], out[160], dat[160];
+    snprintf(t, sizeof t, "%s: storage MiB written on %s by category", title, p->d[k]);
     snprintf(out, sizeof out, "bytes-%s.svg", p->dname[k]);
-    bout_gp_head(f, out, bout_panels(p, k), t);
-    fputs("set style histogram rowstacked\nset ylabel \"MiB written\"\n", f);
+    snprintf(dat, sizeof dat, "bytes-%s.dat", p->dname[k]);
+    bout_gp_head(f, p, k, out, t, "bar = data + metadata + journal; hatched = of which "
+                 "checkpoint (home writes of committed blocks, inside data + metadata)");
+    fputs("set key top left opaque font \",9\" samplen 2\nset ylabel \"MiB written\"\n", f);
     for (size_t i = 0, blk = 0; i < p->nw; i++) {
         if (!bout_has(p, p->w[i], p->d[k]))
             continue;
         fputs("set title ", f);
         bout_gp_quote(f, p->w[i]);
-        fprintf(f, "\n%splot", blk == 1 ? "unset key\nunset ylabel\n" : "");
-        for (size_t c = 0; c < 4; c++)
-            fprintf(f, "%s 'bytes-%s.dat' index %zu using %zu%s title columnheader(%zu) lc %zu",
-                    c ? "," : "", p->dname[k], blk, c + 2, c ? "" : ":xtic(1)", c + 2, c + 1);
-        fputc('\n', f);
+        fprintf(f, "\n%splot '%s' index %zu using 2:($3+$4+$5):(0.7) with boxes "
+                "lc rgb \"#bb5566\" title \"journal\", \\\n"
+                "  '' index %zu using 2:($3+$4):(0.7) with boxes lc rgb \"#ddaa33\" "
+                "title \"metadata\", \\\n"
+                "  '' index %zu using 2:3:(0.7) with boxes lc rgb \"#4477aa\" "
+                "title \"data\", \\\n"
+                "  '' index %zu using 2:6:(0.3) with boxes lc rgb \"black\" "
+                "fs transparent pattern 4 border title \"of which checkpoint\"\n",
+                blk == 1 ? "unset key\nunset ylabel\n" : "", dat, blk, blk, blk, blk);
         blk++;
     }
     fputs("unset multiplot\n", f);
@@ -719,7 +774,38 @@ static int bout_gp_script(const char *dir, const struct bout_plot *p, const char
     return bout_fclose(f);
 }
 
-/* bout_gnuplot -- run `gnuplot plots.gp` in dir.  0, -ENOPKG (no gnuplot), -EIO. */
+/* bout_sleep_ms -- sleep ms milliseconds. */
+static void bout_sleep_ms(unsigned ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* bout_wait -- wait for child pid (its own process group) at most
+ * bout_gnuplot_ms; then kill the group.  Its wait status, or a negative
+ * errno (-ETIMEDOUT: killed). */
+static int bout_wait(pid_t pid, int *st)
+{
+    for (unsigned waited = 0; ; waited += 20) {
+        pid_t got = waitpid(pid, st, WNOHANG);
+        if (got == pid)
+            return 0;
+        if (got < 0 && errno != EINTR)
+            return -errno;
+        if (waited >= bout_gnuplot_ms) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, st, 0) < 0 && errno == EINTR)
+                ;
+            return -ETIMEDOUT;
+        }
+        bout_sleep_ms(20);
+    }
+}
+
+/* bout_gnuplot -- run `gnuplot plots.gp` in dir, killed after
+ * bout_gnuplot_ms.  0, -ENOPKG (no gnuplot), -EIO, -ETIMEDOUT. */
 static int bout_gnuplot(const char *dir)
 {
     fflush(NULL);
@@ -727,17 +813,34 @@ static int bout_gnuplot(const char *dir)
     if (pid < 0)
         return -errno;
     if (pid == 0) {
+        setpgid(0, 0);
         if (chdir(dir) == 0)
             execlp("gnuplot", "gnuplot", "plots.gp", (char *)NULL);
         _exit(errno == ENOENT ? 127 : 126);
     }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -errno;
+    setpgid(pid, pid);
+    int st = 0;
+    int rc = bout_wait(pid, &st);
+    if (rc < 0)
+        return rc;
     if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
         return -ENOPKG;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+/* bout_unlink_svgs -- remove the SVG files of p from dir (ENOENT is fine).
+ * 0 or a negative errno. */
+static int bout_unlink_svgs(const char *dir, const struct bout_plot *p)
+{
+    static const char *const kinds[] = { "throughput", "bytes" };
+    char path[BOUT_PATH];
+    for (size_t k = 0; k < p->nd; k++)
+        for (size_t c = 0; c < 2; c++) {
+            snprintf(path, sizeof path, "%s/%s-%s.svg", dir, kinds[c], p->dname[k]);
+            if (unlink(path) != 0 && errno != ENOENT)
+                return -errno;
+        }
+    return 0;
 }
 
 /* bout_dnames -- file-name forms of the devices, made unique. */
@@ -779,6 +882,8 @@ int tools_bout_plots(const char *dir, const struct tools_bout_row *rows, size_t 
         if (rc == 0)
             rc = bout_gp_script(dir, &p, title);
         if (rc == 0)
+            rc = bout_unlink_svgs(dir, &p);
+        if (rc == 0)
             rc = bout_gnuplot(dir);
     }
     free(p.w);
@@ -786,4 +891,26 @@ int tools_bout_plots(const char *dir, const struct tools_bout_row *rows, size_t 
     free(p.d);
     free(p.dname);
     return rc;
+}
+
+/* tools_bout_plot_names -- the SVG names tools_bout_plots makes. */
+void tools_bout_plot_names(const struct tools_bout_row *rows, size_t n, char *buf, size_t len)
+{
+    struct bout_plot p = { .rows = rows, .n = n };
+    size_t cap = n ? n : 1;
+    if (len > 0)
+        buf[0] = '\0';
+    p.d = calloc(cap, sizeof *p.d);
+    p.dname = calloc(cap, sizeof *p.dname);
+    if (p.d != NULL && p.dname != NULL && len > 0) {
+        p.nd = bout_keys(rows, n, BOUT_DEVICE, p.d);
+        bout_dnames(&p);
+        for (size_t k = 0; k < p.nd; k++) {
+            size_t l = strlen(buf);
+            snprintf(buf + l, len - l, "%sthroughput-%s.svg bytes-%s.svg", k ? " " : "",
+                     p.dname[k], p.dname[k]);
+        }
+    }
+    free(p.d);
+    free(p.dname);
 }

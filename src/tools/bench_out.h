@@ -19,7 +19,8 @@
 #include <stdio.h>
 #include "bench/harness.h"
 
-#define TOOLS_BOUT_SCHEMA "ubjfs-bench/1"   /* JSON "schema", CSV comment */
+#define TOOLS_BOUT_SCHEMA "ubjfs-bench/2"   /* JSON "schema" (2: config holds
+                                               effective values + "requested") */
 
 /* struct tools_bout_row -- one run: what was asked and what bh_run() measured. */
 struct tools_bout_row {
@@ -30,13 +31,13 @@ struct tools_bout_row {
     struct bh_result r;
 };
 
-/* struct tools_bout_meta -- the whole invocation (JSON "config" and the
- * table's banner). */
+/* struct tools_bout_meta -- the whole invocation (JSON "config"): the
+ * effective values, and the req_* as asked (0 / NULL = the default). */
 struct tools_bout_meta {
     const char *command;    /* "run" or "headline" */
     const char *clock;      /* "virtual" or "real" */
     uint64_t seed;
-    unsigned procs;         /* 0 = workload defaults */
+    unsigned procs;         /* 0 = each workload's own (JSON null) */
     uint64_t think_ns;
     uint32_t cache_blocks;
     uint64_t image_blocks;
@@ -45,6 +46,11 @@ struct tools_bout_meta {
     double wall_s;          /* host seconds of the whole invocation */
     uint64_t op_cpu_ns;     /* CPU ns charged per file-system call */
     bool final_sync;        /* elapsed time includes the final sync */
+    uint32_t req_cache_blocks;      /* as asked (0 = default) */
+    uint64_t req_image_blocks;
+    uint32_t req_commit_interval_ms;
+    const char *req_nvm_profile;    /* NULL = default */
+    bool think_set;                 /* --think was given */
 };
 
 /* struct tools_bout_ratio -- mode `num` over mode `den` on one workload
@@ -95,14 +101,24 @@ int tools_bout_json(FILE *f, const struct tools_bout_meta *meta,
  * tools_bout_plots -- into directory `dir` (which must exist): the data
  * files, a gnuplot script plots.gp, and, by running `gnuplot` (from PATH)
  * on it, per device (DEVICE = the spec with [^A-Za-z0-9.+-] as '-'):
- * throughput-DEVICE.svg (one panel per workload, one bar per mode) and
- * bytes-DEVICE.svg (one panel per workload; storage bytes written by
- * category stacked, one bar per mode).  Returns 0,
- * -ENOPKG when gnuplot is not installed (the script is written), -EIO
- * when gnuplot failed, or the errno of a file it could not write.
+ * throughput-DEVICE.svg (one panel per workload, one bar per mode, mode
+ * names under the bars) and bytes-DEVICE.svg (one panel per workload, one
+ * bar per mode stacking data, metadata and journal MiB written, with the
+ * checkpoint MiB -- a part of data + metadata -- as a narrow hatched bar
+ * over it).  Those SVG files are removed first, so a failed or missing
+ * gnuplot leaves none from an earlier run.  gnuplot is killed after
+ * TOOLS_BOUT_GNUPLOT_S seconds.  Returns 0, -ENOPKG when gnuplot is not
+ * installed (the script is written), -EIO when gnuplot failed,
+ * -ETIMEDOUT when it was killed, or the errno of a file it could not write.
  */
 int tools_bout_plots(const char *dir, const struct tools_bout_row *rows, size_t n,
                      const char *title);
+
+#define TOOLS_BOUT_GNUPLOT_S 60
+
+/* tools_bout_plot_names -- the SVG file names tools_bout_plots makes for
+ * these rows, space-separated, into buf[len] (truncated to fit). */
+void tools_bout_plot_names(const struct tools_bout_row *rows, size_t n, char *buf, size_t len);
 
 /* tools_bout_opname -- the lower-case name of operation kind k ("create"). */
 const char *tools_bout_opname(enum bh_opkind k);

@@ -16,6 +16,7 @@
  * two minutes of host time on the 2-core reference machine (docs/RESULTS.md).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -70,6 +71,8 @@ struct brun_args {
     double scale;              /* 0: workload default (run) or preset (headline) */
     bool think_set;
     enum ubj_clock_kind clock;
+    char trace_wl[32];         /* --trace-in: the workload it records */
+    struct bh_params trace_prm;   /* and its parameters */
 };
 
 struct brun_prog {
@@ -87,10 +90,11 @@ static void brun_usage(void)
            "Run the evaluation harness: every workload x mode x device profile, each\n"
            "on a fresh image through the timed device models, and print one table\n"
            "row per run (transactions, elapsed time, txn/s, p50/p99 response time,\n"
-           "storage MiB written as data/metadata/journal/checkpoint, NVM MiB, device\n"
-           "flushes, energy, cache hit %%), then the ratios of mode ubj over ordered\n"
-           "and over journal (throughput and elapsed time, per workload and device,\n"
-           "with their geometric and arithmetic means).\n\n"
+           "storage MiB written as data/metadata/journal plus, of data + metadata,\n"
+           "the checkpoints' share; NVM MiB, device flushes, energy, cache hit %%),\n"
+           "then the ratios of mode ubj over ordered and over journal (throughput\n"
+           "and elapsed time, per workload and device, with their geometric and\n"
+           "arithmetic means).\n\n"
            "With no arguments (or 'headline'), the headline experiment of\n"
            "docs/RESULTS.md: modes ordered, journal, ubj, none; workloads postmark,\n"
            "varmail, fileserver, iozone at embedded scales; devices ssd:sata and\n"
@@ -114,7 +118,8 @@ static void brun_usage(void)
            "      --ops N           transactions per run (default: the workload's)\n"
            "      --think TIME      mean think time, e.g. 0, 500us, 2ms, 1s (a bare\n"
            "                        number is ms; default: the workload's)\n"
-           "      --kv K=V[,K=V..]  workload-specific parameters\n"
+           "      --kv K=V[,K=V..]  workload-specific parameters (keys checked against\n"
+           "                        every workload before any run)\n"
            "      --op-cpu TIME     CPU time charged per file-system call (system\n"
            "                        call + VFS cost the models do not see; default 0)\n"
            "      --no-final-sync   leave the final sync out of the elapsed time\n"
@@ -122,8 +127,9 @@ static void brun_usage(void)
            "      --clock KIND      virtual (default: deterministic, no sleeping) or\n"
            "                        real (threads; requests sleep until done)\n"
            "      --trace-out FILE  record the run's operations (one run only)\n"
-           "      --trace-in FILE   replay FILE open-loop in each mode and device\n"
-           "                        (one workload)\n"
+           "      --trace-in FILE   replay FILE open-loop in each mode and device with\n"
+           "                        its recorded workload and parameters (-w, if\n"
+           "                        given, must name that workload)\n"
            "      --csv FILE        results as CSV (columns: docs/TOOLS.md)\n"
            "      --json FILE       results as JSON (fields: docs/TOOLS.md)\n"
            "      --plot DIR        SVG plots via gnuplot: throughput-DEVICE.svg and\n"
@@ -133,6 +139,7 @@ static void brun_usage(void)
            "      --quick           headline at a tiny scale (the CI smoke test)\n"
            "  -q, --quiet           no progress on stderr\n"
            "      --help            print this help\n\n"
+           "Output files and directories are created and checked before the first run.\n"
            "In virtual time the same command gives the same counters.\n"
            "Exit status: 0 done, 1 a run or an output failed, 2 usage error.\n",
            tools_prog, tools_prog);
@@ -376,9 +383,47 @@ static int brun_check_devices(const struct brun_args *a)
     return 0;
 }
 
+/* brun_check_trace -- --trace-in: the file is a whole trace of a known
+ * workload, the -w given (if any) is that workload, and no option the
+ * trace fixes is given; without -w the trace's workload is used.  0 or 2. */
+static int brun_check_trace(struct brun_args *a)
+{
+    if (a->trace_in == NULL)
+        return 0;
+    int rc = bh_trace_check(a->trace_in, a->trace_wl, sizeof a->trace_wl, &a->trace_prm);
+    if (rc < 0)
+        return tools_usage_err("--trace-in: %s", tools_libmsg(rc));
+    if (a->wl.n > 1)
+        return tools_usage_err("--trace-in replays one workload's trace: give one -w");
+    if (a->wl.n == 1 && strcmp(a->wl.v[0], a->trace_wl) != 0)
+        return tools_usage_err("--trace-in %s records workload '%s', not '%s' (-w)",
+                               a->trace_in, a->trace_wl, a->wl.v[0]);
+    if (a->kv != NULL || a->scale > 0 || a->ops > 0 || a->procs > 0 || a->think_set)
+        return tools_usage_err("--trace-in replays the recorded parameters: no --kv, "
+                               "--scale, --ops, --procs or --think");
+    a->wl.v[0] = a->trace_wl;
+    a->wl.n = 1;
+    return 0;
+}
+
+/* brun_check_kv -- --kv names only parameters of every chosen workload.
+ * 0 or 2. */
+static int brun_check_kv(const struct brun_args *a)
+{
+    for (size_t i = 0; a->kv != NULL && i < a->wl.n; i++) {
+        int rc = bh_workload_check_kv(a->wl.v[i], a->kv);
+        if (rc < 0)
+            return tools_usage_err("--kv: %s", tools_libmsg(rc));
+    }
+    return 0;
+}
+
 /* brun_defaults -- fill the lists not given; check the combination.  0 or 2. */
 static int brun_defaults(struct brun_args *a)
 {
+    int rc = brun_check_trace(a);
+    if (rc != 0)
+        return rc;
     if (a->wl.n == 0)
         for (size_t i = 0; i < BRUN_NPRESETS; i++)
             a->wl.v[a->wl.n++] = brun_presets[i].workload;
@@ -393,13 +438,13 @@ static int brun_defaults(struct brun_args *a)
                                "(ubjfs bench headline)");
     if (a->trace_out != NULL && a->wl.n * a->modes.n * a->devs.n != 1)
         return tools_usage_err("--trace-out records one run: give one workload, mode and device");
-    if (a->trace_in != NULL && a->wl.n != 1)
-        return tools_usage_err("--trace-in replays one workload's trace: give one -w");
     if (a->headline && a->results == NULL) {
         const char *env = getenv("UBJFS_RESULTS");
         a->results = env != NULL && *env != '\0' ? env : "ubjfs-results";
     }
-    int rc = brun_check_modes(a);
+    rc = brun_check_kv(a);
+    if (rc == 0)
+        rc = brun_check_modes(a);
     return rc != 0 ? rc : brun_check_devices(a);
 }
 
@@ -444,6 +489,11 @@ static void brun_params(const struct brun_args *a, const char *w, double *scale,
     const struct brun_preset *p = a->headline ? brun_preset(w) : NULL;
     *scale = a->scale;
     *ops = a->ops;
+    if (a->trace_in != NULL) {     /* the replay runs the recorded ones */
+        *scale = a->trace_prm.scale;
+        *ops = a->trace_prm.ops;
+        return;
+    }
     if (p != NULL && a->scale == 0)
         *scale = a->quick ? p->quick_scale : p->scale;
     if (p != NULL && a->ops == 0)
@@ -545,6 +595,9 @@ static void brun_banner(FILE *f, const struct brun_args *a)
         fprintf(f, "%s %s %s (%s)", i ? "," : "", a->wl.v[i], sb, ob);
     }
     fputc('\n', f);
+    if (a->trace_in != NULL)
+        fprintf(f, "trace: replaying %s open-loop (workload %s, its recorded parameters)\n",
+                a->trace_in, a->trace_wl);
 }
 
 /* brun_report -- banner, table and ratios on f. */
@@ -556,6 +609,9 @@ static int brun_report(FILE *f, const struct brun_args *a, const struct tools_bo
     if (rc == 0)
         rc = tools_bout_ratio_table(f, rows, n, "ubj", brun_dens,
                                     sizeof brun_dens / sizeof brun_dens[0]);
+    if (a->quick)
+        fputs("note: --quick runs at a tiny scale as a smoke test; its figures are not "
+              "results (ratios like these mean nothing: run 'ubjfs bench')\n", f);
     fflush(f);
     return rc;
 }
@@ -584,6 +640,63 @@ static int brun_mkdirs(const char *path)
     return 0;
 }
 
+/* brun_probe_file -- can path be written?  Opened for writing (created if
+ * missing, not truncated) and closed, before any run.  0 or -1 (reported). */
+static int brun_probe_file(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        tools_err("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* brun_join -- dir/name into buf. */
+static const char *brun_join(char *buf, size_t len, const char *dir, const char *name)
+{
+    snprintf(buf, len, "%s/%s", dir, name);
+    return buf;
+}
+
+/* brun_probe_dir -- make dir (mkdir -p), check that it is a directory and
+ * that names[] can be written in it.  0 or -1 (reported). */
+static int brun_probe_dir(const char *dir, const char *const *names, size_t n)
+{
+    struct stat st;
+    char p[4096];
+    if (brun_mkdirs(dir) < 0)
+        return -1;
+    int e = stat(dir, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+    if (e != 0) {
+        tools_err("%s: %s", dir, strerror(e));
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (brun_probe_file(brun_join(p, sizeof p, dir, names[i])) < 0)
+            return -1;
+    return 0;
+}
+
+/* brun_preflight -- every output file and directory, before the first
+ * run (so that a bad path does not throw a long run away).  0 or -1
+ * (one line reported). */
+static int brun_preflight(const struct brun_args *a)
+{
+    static const char *const res[] = { "results.csv", "results.json", "table.txt", "plots.gp" };
+    static const char *const plot[] = { "plots.gp" };
+    const char *files[] = { a->csv, a->json, a->trace_out };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (files[i] != NULL && brun_probe_file(files[i]) < 0)
+            return -1;
+    if (a->plot != NULL && brun_probe_dir(a->plot, plot, 1) < 0)
+        return -1;
+    if (a->results != NULL && brun_probe_dir(a->results, res, a->no_plot ? 3 : 4) < 0)
+        return -1;
+    return 0;
+}
+
 /* brun_write -- write one output file with fn.  0 or -1 (reported). */
 static int brun_write(const char *path, const struct brun_args *a,
                       const struct tools_bout_meta *meta,
@@ -606,13 +719,14 @@ static int brun_write(const char *path, const struct brun_args *a,
     return 0;
 }
 
-/* brun_plot -- the plots into dir; a missing gnuplot is only a warning.
- * 0 or -1. */
+/* brun_plot -- the plots into dir (checked by brun_preflight).  1 SVG
+ * files written; 0 none (no rows, or gnuplot missing: a warning); -1
+ * failed (reported). */
 static int brun_plot(const char *dir, const struct brun_args *a,
                      const struct tools_bout_row *rows, size_t n)
 {
-    if (n == 0 || brun_mkdirs(dir) < 0)
-        return n == 0 ? 0 : -1;
+    if (n == 0)
+        return 0;
     char title[128];
     snprintf(title, sizeof title, "ubjfs bench (%s clock, seed %llu)",
              a->clock == UBJ_CLOCK_REAL ? "real" : "virtual", (unsigned long long)a->seed);
@@ -623,17 +737,12 @@ static int brun_plot(const char *dir, const struct brun_args *a,
         return 0;
     }
     if (rc < 0) {
-        tools_err("plots in %s: %s", dir, rc == -EIO ? "gnuplot failed" : tools_strerror(rc));
+        tools_err("plots in %s: %s", dir, rc == -EIO ? "gnuplot failed"
+                  : rc == -ETIMEDOUT ? "gnuplot did not finish in time (killed)"
+                  : tools_strerror(rc));
         return -1;
     }
-    return 0;
-}
-
-/* brun_join -- dir/name into buf. */
-static const char *brun_join(char *buf, size_t len, const char *dir, const char *name)
-{
-    snprintf(buf, len, "%s/%s", dir, name);
-    return buf;
+    return 1;
 }
 
 /* brun_outputs -- CSV, JSON, plots (and the headline's results dir).
@@ -651,16 +760,40 @@ static int brun_outputs(const struct brun_args *a, const struct tools_bout_meta 
         bad += brun_plot(a->plot, a, rows, n) < 0;
     if (a->results == NULL)
         return bad;
-    if (brun_mkdirs(a->results) < 0)
-        return bad + 1;
     bad += brun_write(brun_join(p, sizeof p, a->results, "results.csv"), a, meta, rows, n, 'c') < 0;
     bad += brun_write(brun_join(p, sizeof p, a->results, "results.json"), a, meta, rows, n, 'j') < 0;
     bad += brun_write(brun_join(p, sizeof p, a->results, "table.txt"), a, meta, rows, n, 't') < 0;
-    if (!a->no_plot)
-        bad += brun_plot(a->results, a, rows, n) < 0;
-    printf("\nresults in %s/: results.csv results.json table.txt%s\n", a->results,
-           a->no_plot ? "" : " plots.gp throughput-*.svg bytes-*.svg");
+    int plotted = a->no_plot ? 0 : brun_plot(a->results, a, rows, n);
+    bad += plotted < 0;
+    char svgs[2048] = "";
+    if (plotted > 0)
+        tools_bout_plot_names(rows, n, svgs, sizeof svgs);
+    printf("\nresults in %s/: results.csv results.json table.txt%s%s%s\n", a->results,
+           a->no_plot || n == 0 ? "" : " plots.gp", svgs[0] ? " " : "", svgs);
     return bad;
+}
+
+/* brun_meta -- the JSON "config": effective values and what was asked. */
+static void brun_meta(const struct brun_args *a, struct tools_bout_meta *m, double wall_s)
+{
+    memset(m, 0, sizeof *m);
+    m->command = a->headline ? "headline" : "run";
+    m->clock = a->clock == UBJ_CLOCK_REAL ? "real" : "virtual";
+    m->seed = a->seed;
+    m->procs = a->procs;
+    m->think_ns = a->think_ns;
+    m->cache_blocks = a->cache_blocks ? a->cache_blocks : BH_DEFAULT_CACHE_BLOCKS;
+    m->image_blocks = a->image_blocks ? a->image_blocks : BH_DEFAULT_IMAGE_BLOCKS;
+    m->commit_interval_ms = a->commit_ms ? a->commit_ms : BH_DEFAULT_COMMIT_MS;
+    m->nvm_profile = a->nvm_profile ? a->nvm_profile : BH_DEFAULT_NVM_PROFILE;
+    m->wall_s = wall_s;
+    m->op_cpu_ns = a->op_cpu_ns;
+    m->final_sync = !a->no_final_sync;
+    m->req_cache_blocks = a->cache_blocks;
+    m->req_image_blocks = a->image_blocks;
+    m->req_commit_interval_ms = a->commit_ms;
+    m->req_nvm_profile = a->nvm_profile;
+    m->think_set = a->think_set;
 }
 
 /* brun_main -- parse, run everything, report.  An exit code. */
@@ -671,6 +804,8 @@ static int brun_main(int argc, char **argv, bool headline)
     int ret = brun_parse(argc, argv, &a);
     if (ret >= 0)
         return ret;
+    if (brun_preflight(&a) < 0)
+        return TOOLS_EXIT_ERR;
     double t0 = brun_now();
     size_t total = a.wl.n * a.modes.n * a.devs.n, n;
     struct tools_bout_row *rows = calloc(total, sizeof *rows);
@@ -680,14 +815,8 @@ static int brun_main(int argc, char **argv, bool headline)
     }
     size_t failed = brun_all(&a, rows, &n);
     int bad = brun_report(stdout, &a, rows, n) < 0;
-    struct tools_bout_meta meta = {
-        .command = headline ? "headline" : "run",
-        .clock = a.clock == UBJ_CLOCK_REAL ? "real" : "virtual", .seed = a.seed,
-        .procs = a.procs, .think_ns = a.think_ns, .cache_blocks = a.cache_blocks,
-        .image_blocks = a.image_blocks, .commit_interval_ms = a.commit_ms,
-        .nvm_profile = a.nvm_profile, .wall_s = brun_now() - t0,
-        .op_cpu_ns = a.op_cpu_ns, .final_sync = !a.no_final_sync,
-    };
+    struct tools_bout_meta meta;
+    brun_meta(&a, &meta, brun_now() - t0);
     bad += brun_outputs(&a, &meta, rows, n);
     printf("wall time: %.1f s (%zu run%s, %zu failed)\n", brun_now() - t0, total,
            total == 1 ? "" : "s", failed);

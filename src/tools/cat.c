@@ -15,10 +15,11 @@
 /* cat_usage -- the --help text. */
 static void cat_usage(void)
 {
-    printf("Usage: %s IMAGE:/path...\n"
+    printf("Usage: %s [--nvm PATH] IMAGE:/path...\n"
            "Write the contents of files in a ubjfs image to standard output\n"
            "(symlinks are followed).\n\n"
            "Options:\n"
+           TOOLS_NVM_HELP
            "      --help  print this help\n\n"
            "Exit status: 0 all written, 1 an operand could not be read (a\n"
            "directory, missing, I/O error) or output failed, 2 usage error.\n",
@@ -73,15 +74,20 @@ int tools_cat_main(int argc, char **argv)
 {
     static const struct option lo[] = {
         { "help", no_argument, NULL, 'H' },
+        TOOLS_NVM_LONGOPT,
         { NULL, 0, NULL, 0 },
     };
     int c;
     optind = 0;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        if (c != 'H')
-            return tools_bad_option();
-        cat_usage();
-        return TOOLS_EXIT_OK;
+        switch (c) {
+        case 'H': cat_usage(); return TOOLS_EXIT_OK;
+        case TOOLS_OPT_NVM:
+            if (tools_nvm_opt(optarg) != 0)
+                return TOOLS_EXIT_USAGE;
+            break;
+        default: return tools_bad_option();
+        }
     }
     if (optind >= argc)
         return tools_usage_err("missing IMAGE:/path operand");

@@ -24,7 +24,7 @@
 /* cp_usage -- the --help text. */
 static void cp_usage(void)
 {
-    printf("Usage: %s [-r] [-p] SRC... DST\n"
+    printf("Usage: %s [-r] [-p] [--nvm PATH] SRC... DST\n"
            "Copy files into or out of a ubjfs image.  Exactly one side is in an\n"
            "image, written IMAGE:/path; the other is a host path.\n"
            "  ubjfs cp FILE... IMAGE:/dir       copy in\n"
@@ -43,6 +43,7 @@ static void cp_usage(void)
            "                       followed.  FIFOs, sockets and device nodes are\n"
            "                       always made anew (devices need root on a host).\n"
            "  -p, --preserve       also preserve owner and group when not root\n"
+           TOOLS_NVM_HELP
            "      --help           print this help\n\n"
            "Exit status: 0 everything copied, 1 something could not be copied (each\n"
            "problem is reported; the rest is copied), 2 usage error.\n", tools_prog);
@@ -171,6 +172,15 @@ static void cp_in_operand(struct cp_ctx *c, const char *src, ubj_ino_t dir,
     free(name);
 }
 
+/* cp_slash_nondir -- a new target "dir/" (trailing '/') for a source that
+ * is not a directory: it names a directory, and there is none. */
+static bool cp_slash_nondir(const char *dpath, const char *src)
+{
+    struct stat st;
+    size_t n = strlen(dpath);
+    return n > 1 && dpath[n - 1] == '/' && !(stat(src, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
 /* cp_in_target -- copy every source to image path `dpath`. */
 static void cp_in_target(struct cp_ctx *c, char **srcs, int nsrc, const char *dpath)
 {
@@ -188,6 +198,11 @@ static void cp_in_target(struct cp_ctx *c, char **srcs, int nsrc, const char *dp
     }
     if (nsrc > 1) {
         cp_fail(c, "target '%s:%s' is not a directory", c->image, dpath);
+        return;
+    }
+    if (cp_slash_nondir(dpath, srcs[0])) {       /* as GNU cp */
+        cp_fail(c, "cannot create regular file '%s:%s': %s", c->image, dpath,
+                strerror(ENOTDIR));
         return;
     }
     ubj_ino_t parent;
@@ -269,7 +284,13 @@ static int cp_no_image(char **ops, int n)
     for (int i = 0; i < n; i++) {
         struct tools_spec s;
         if (tools_spec_parse(ops[i], true, &s) == 1) {
-            tools_err("%s: %s (image of '%s')", s.image, strerror(ENOENT), ops[i]);
+            struct stat st;
+            if (stat(s.image, &st) == 0 && S_ISDIR(st.st_mode))
+                tools_err("%s: is a directory, not an image (in '%s')", s.image, ops[i]);
+            else if (stat(s.image, &st) == 0)
+                tools_err("%s: not an image file (in '%s')", s.image, ops[i]);
+            else
+                tools_err("%s: %s (image of '%s')", s.image, strerror(ENOENT), ops[i]);
             tools_spec_free(&s);
             return TOOLS_EXIT_ERR;
         }
@@ -364,6 +385,7 @@ int tools_cp_main(int argc, char **argv)
         { "recursive", no_argument, NULL, 'r' },
         { "preserve", no_argument, NULL, 'p' },
         { "help", no_argument, NULL, 'H' },
+        TOOLS_NVM_LONGOPT,
         { NULL, 0, NULL, 0 },
     };
     struct cp_ctx c;
@@ -376,6 +398,10 @@ int tools_cp_main(int argc, char **argv)
         case 'r': case 'R': c.recursive = true; break;
         case 'p': preserve = true; break;
         case 'H': cp_usage(); return TOOLS_EXIT_OK;
+        case TOOLS_OPT_NVM:
+            if (tools_nvm_opt(optarg) != 0)
+                return TOOLS_EXIT_USAGE;
+            break;
         default: return tools_bad_option();
         }
     }

@@ -27,6 +27,7 @@ struct ct_opts {
     unsigned nfiles;
     unsigned depth;             /* generated sequence length (1..3) */
     uint64_t pairs, triples;    /* sampled sequences of 2 and 3 items */
+    uint64_t random, ops;       /* random workloads and their length */
     int full;
     const char *out;            /* reproducer directory */
     struct cx_config cfg;
@@ -46,9 +47,12 @@ static void ct_usage(void)
            "                   (default: ubj, ordered, journal)\n"
            "  --workload FILE  a workload file (the language: docs/GUARANTEES.md);\n"
            "                   repeatable; without it, generated workloads\n"
-           "  --depth N        generated sequence length: 1, 2 or 3 (quick 2, full 3)\n"
+           "  --depth N        generated sequence length: 1, 2 or 3 (quick 2, full 3);\n"
+           "                   0: none (only --random)\n"
            "  --pairs N        sampled 2-item sequences (quick 6, full 300)\n"
            "  --triples N      sampled 3-item sequences (quick 0, full 60)\n"
+           "  --random N       also N random workloads (seeded by --seed)\n"
+           "  --ops N          ops per random workload (40; at most 64)\n"
            "  --k N            enumerate every subset up to N writes/lines (4)\n"
            "  --samples N      random states per point beyond that (quick 4, full 6)\n"
            "  --dcrash N       crash the recovery of every N-th state (quick 40, full 25)\n"
@@ -87,16 +91,19 @@ static void ct_repro(const struct ct_opts *o, const char *mode, const struct cx_
     *m = *w;
     struct cx_failure mf = *f;
     cx_minimize(&c, m, &mf);
-    char path[512], comment[1400];
+    char path[512], comment[1600], brk[96] = "";
+    const char *b = cx_break_get();
+    if (strcmp(b, "none") != 0)
+        snprintf(brk, sizeof brk, " --break %s", b);
     snprintf(path, sizeof path, "%s/crash-%s-%u.wl", o->out, mode, n);
     snprintf(comment, sizeof comment,
              "ubjfs crashtest reproducer (minimized from %s)\n"
-             "mode %s, seed %llu\n"
+             "mode %s, seed %llu%s%s\n"
              "crash point: %s\n"
              "failure: %s\n"
-             "replay: ubjfs crashtest --mode %s --seed %llu --workload THIS_FILE",
-             w->name, mode, (unsigned long long)c.seed, mf.point, mf.why, mode,
-             (unsigned long long)c.seed);
+             "replay: ubjfs crashtest --mode %s --seed %llu%s --workload THIS_FILE",
+             w->name, mode, (unsigned long long)c.seed, brk[0] ? ", broken variant" : "",
+             brk, mf.point, mf.why, mode, (unsigned long long)c.seed, brk);
     FILE *fp = fopen(path, "w");
     if (fp == NULL) {
         tools_err("%s: %s", path, strerror(errno));
@@ -193,13 +200,18 @@ static int ct_mode(const struct ct_opts *o, const char *mode, struct ct_mode_sum
             bad |= ct_one(o, mode, w, sum);
         }
     } else {
-        uint64_t n = ct_singles(o);
+        uint64_t n = o->depth >= 1 ? ct_singles(o) : 0;
         if (o->depth >= 2)
             n += o->pairs;
         if (o->depth >= 3)
             n += o->triples;
         for (uint64_t i = 0; i < n; i++) {
             if (ct_generated(o, i, w) < 0)
+                continue;
+            bad |= ct_one(o, mode, w, sum);
+        }
+        for (uint64_t i = 0; i < o->random; i++) {
+            if (cx_gen_random(w, o->cfg.seed * 1000003u + i, (unsigned)o->ops) < 0)
                 continue;
             bad |= ct_one(o, mode, w, sum);
         }
@@ -220,6 +232,7 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         { "full", no_argument, NULL, 'f' }, { "out", required_argument, NULL, 'o' },
         { "break", required_argument, NULL, 'b' }, { "timeout", required_argument, NULL, 't' },
         { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
+        { "random", required_argument, NULL, 'r' }, { "ops", required_argument, NULL, 'O' },
         { NULL, 0, NULL, 0 },
     };
     int64_t depth = -1, pairs = -1, triples = -1, dcrash = -1;
@@ -246,6 +259,8 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         case 'D': if (ct_num(optarg, 1000000, &v)) return 2; dcrash = (int64_t)v; break;
         case 'S': if (ct_num(optarg, UINT64_MAX, &v)) return 2; o->cfg.seed = v; break;
         case 't': if (ct_num(optarg, 86400, &v)) return 2; o->cfg.timeout_s = (unsigned)v; break;
+        case 'r': if (ct_num(optarg, 1000000, &v)) return 2; o->random = v; break;
+        case 'O': if (ct_num(optarg, CX_MAX_OPS, &v)) return 2; o->ops = v; break;
         case 'q': o->full = 0; break;
         case 'f': o->full = 1; break;
         case 'o': o->out = optarg; break;
@@ -286,7 +301,7 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
 /* tools_crashtest_main -- `ubjfs crashtest`. */
 int tools_crashtest_main(int argc, char **argv)
 {
-    struct ct_opts o = { .nmodes = 0, .out = "." };
+    struct ct_opts o = { .nmodes = 0, .out = ".", .ops = 40 };
     cx_config_default(&o.cfg);
     int rc = ct_parse(argc, argv, &o);
     if (rc != 0)

@@ -6,7 +6,10 @@
  * Exit status is e2fsck's: 0 clean, 1 repaired, 4 errors left uncorrected,
  * 8 operational error (cannot open or read the image, not a ubjfs image),
  * 16 usage error.  Without -y the device is opened read-only (-n is the
- * default), so a check can never change the image.
+ * default), so a check can never change the image.  A successful repair
+ * leaves the superblock state CLEAN (ubj_check leaves MOUNTED to mount;
+ * after fsck -y everything mount's recovery would do is done: the journal
+ * replayed, orphans freed, counts set).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "fs/format.h"
+#include "fs/fs.h"
 #include "ubjfs/nvm.h"
 #include "tools.h"
 
@@ -27,7 +31,7 @@ struct fsck_ctx {
 /* fsck_usage -- the --help text. */
 static void fsck_usage(void)
 {
-    printf("Usage: %s [-n|-y] [-v] [--nvm REGION] IMAGE\n"
+    printf("Usage: %s [-n|-y] [-v] [--nvm REGION | --discard-nvm] IMAGE\n"
            "Check the (unmounted) ubjfs image IMAGE: superblock, bitmaps against\n"
            "reachability, link counts, directory structure ('.' and '..'), blocks\n"
            "used twice, sizes against extents, checksums.  Each problem is printed\n"
@@ -41,6 +45,9 @@ static void fsck_usage(void)
            "              region: every block is read from the region's newest\n"
            "              committed version, else from IMAGE (read-only; to\n"
            "              repair, mount the pair once, then fsck -y IMAGE)\n"
+           "      --discard-nvm  with -y: repair a mode-ubj image that crashed\n"
+           "              although its NVM region is lost (the region's\n"
+           "              committed blocks not yet home are given up)\n"
            "      --help  print this help\n\n"
            "Exit status (as e2fsck): 0 clean, 1 errors repaired, 4 errors left\n"
            "uncorrected, 8 operational error (cannot read the image, not a\n"
@@ -77,6 +84,57 @@ static void fsck_counts(const char *image, struct ubj_bdev *dev)
     free(sb);
 }
 
+/* fsck_super -- the superblock on dev (malloc'd), or NULL. */
+static struct ubj_super *fsck_super(struct ubj_bdev *dev)
+{
+    struct ubj_super *sb = malloc(sizeof *sb);
+    if (sb != NULL && (ubj_bdev_read(dev, 0, 1, sb) < 0 ||
+                       sb->hdr.magic != UBJ_MAGIC_SUPER)) {
+        free(sb);
+        sb = NULL;
+    }
+    return sb;
+}
+
+/* fsck_ubj_crashed -- did the image crash while mounted in mode ubj (its
+ * region may hold committed blocks the image lacks)? */
+static bool fsck_ubj_crashed(const struct ubj_super *sb)
+{
+    return (sb->state & UBJ_STATE_MOUNTED) &&
+           (sb->mount_mode == UBJ_FMT_MODE_UBJ || sb->mode == UBJ_FMT_MODE_UBJ);
+}
+
+/* fsck_hint -- a check of a crashed mode-ubj image alone: say what it
+ * cannot see. */
+static void fsck_hint(const char *image, struct ubj_bdev *dev)
+{
+    struct ubj_super *sb = fsck_super(dev);
+    if (sb != NULL && fsck_ubj_crashed(sb))
+        printf("%s: last mounted in mode ubj and not unmounted cleanly: committed "
+               "blocks may live in its NVM region, which this check did not "
+               "read: pass --nvm REGION\n", image);
+    free(sb);
+}
+
+/* fsck_mark_clean -- after a successful repair: state CLEAN.  0, or -1
+ * (reported). */
+static int fsck_mark_clean(const char *image, struct ubj_bdev *dev)
+{
+    struct ubj_super *sb = fsck_super(dev);
+    int rc = 0;
+    if (sb != NULL && (sb->state & UBJ_STATE_MOUNTED)) {
+        sb->state = (sb->state & ~UBJ_STATE_MOUNTED) | UBJ_STATE_CLEAN;
+        fs_block_seal(ubj_crc32c(~0u, sb->uuid, 16), sb, UBJ_MAGIC_SUPER, 0);
+        rc = ubj_bdev_write(dev, 0, 1, sb);
+        if (rc == 0)
+            rc = ubj_bdev_flush(dev);
+        if (rc < 0)
+            tools_err("%s: marking the superblock clean: %s", image, tools_strerror(rc));
+    }
+    free(sb);
+    return rc < 0 ? -1 : 0;
+}
+
 /* fsck_result_text -- the final line's word for a UBJ_CHECK_* result. */
 static const char *fsck_result_text(int r)
 {
@@ -94,9 +152,10 @@ int tools_fsck_main(int argc, char **argv)
     static const struct option lo[] = {
         { "help", no_argument, NULL, 'H' },
         { "nvm", required_argument, NULL, 'V' },
+        { "discard-nvm", no_argument, NULL, 'D' },
         { NULL, 0, NULL, 0 },
     };
-    bool repair = false, readonly = false, verbose = false;
+    bool repair = false, readonly = false, verbose = false, discard = false;
     const char *nvm = NULL;
     int c;
     optind = 0;
@@ -107,12 +166,21 @@ int tools_fsck_main(int argc, char **argv)
         case 'f': break;
         case 'v': verbose = true; break;
         case 'V': nvm = optarg; break;
+        case 'D': discard = true; break;
         case 'H': fsck_usage(); return TOOLS_EXIT_OK;
         default: tools_bad_option(); return FSCK_EXIT_USAGE;
         }
     }
     if (repair && readonly) {
         tools_usage_err("-n and -y cannot be combined");
+        return FSCK_EXIT_USAGE;
+    }
+    if (nvm != NULL && nvm[0] == '\0') {
+        tools_usage_err("--nvm needs the path of an NVM region");
+        return FSCK_EXIT_USAGE;
+    }
+    if (discard && (!repair || nvm)) {
+        tools_usage_err("--discard-nvm goes with -y, without --nvm");
         return FSCK_EXIT_USAGE;
     }
     if (repair && nvm) {
@@ -145,11 +213,17 @@ int tools_fsck_main(int argc, char **argv)
     struct fsck_ctx ctx = { 0 };
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int r = ubj_check(dev, repair ? UBJ_CHECK_REPAIR : 0, fsck_report, &ctx);
+    unsigned cflags = (repair ? UBJ_CHECK_REPAIR : 0u) | (discard ? UBJ_CHECK_DISCARD_NVM : 0u);
+    int r = ubj_check(dev, cflags, fsck_report, &ctx);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (r != UBJ_CHECK_CLEAN && r != UBJ_CHECK_REPAIRED &&
         r != UBJ_CHECK_UNCORRECTED)
         r = UBJ_CHECK_OPERROR;
+    if (repair && (r == UBJ_CHECK_CLEAN || r == UBJ_CHECK_REPAIRED) &&
+        fsck_mark_clean(image, dev) < 0)
+        r = UBJ_CHECK_OPERROR;
+    if (nvm == NULL && !repair && r != UBJ_CHECK_OPERROR)
+        fsck_hint(image, dev);
     if (r == UBJ_CHECK_OPERROR && ctx.lines == 0)
         tools_err("%s: %s", image, tools_libmsg(-EIO));
     if (verbose && r != UBJ_CHECK_OPERROR)

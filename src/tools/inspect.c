@@ -30,12 +30,13 @@ struct inspect_ctx {
 /* inspect_usage -- the --help text. */
 static void inspect_usage(void)
 {
-    printf("Usage: %s IMAGE\n"
+    printf("Usage: %s [--nvm PATH] IMAGE\n"
            "Print the superblock of a ubjfs image, its layout (where the bitmaps,\n"
            "inode table and data are), used and free blocks and inodes (from the\n"
            "superblock counters and counted in the bitmaps), its state, and\n"
            "whether it mounts.  Reads only; works on images that do not mount.\n\n"
            "Options:\n"
+           TOOLS_NVM_HELP
            "      --help  print this help\n\n"
            "Exit status: 0 the image looks sound, 1 a problem was found (each is\n"
            "reported on one line) or the image cannot be read, 2 usage error.\n",
@@ -240,11 +241,11 @@ static void inspect_mount(struct inspect_ctx *c)
 {
     struct ubj_fs *fs;
     struct ubj_config cfg = { .flags = UBJ_MOUNT_RDONLY | UBJ_MOUNT_NO_TIMER };
-    cfg.nvm_path = getenv("UBJFS_NVM");   /* a mode-ubj image's region */
+    cfg.nvm_path = tools_nvm_path();      /* a mode-ubj image's region */
     int rc = ubj_mount(c->dev, &cfg, &fs);
     if (rc < 0) {
         printf("mount:            fails\n");
-        tools_err("%s: cannot mount: %s", c->image, tools_libmsg(rc));
+        tools_mount_error(c->image, c->dev, rc);
         c->problems++;
         return;
     }
@@ -298,15 +299,20 @@ int tools_inspect_main(int argc, char **argv)
 {
     static const struct option lo[] = {
         { "help", no_argument, NULL, 'H' },
+        TOOLS_NVM_LONGOPT,
         { NULL, 0, NULL, 0 },
     };
     int o;
     optind = 0;
     while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        if (o != 'H')
-            return tools_bad_option();
-        inspect_usage();
-        return TOOLS_EXIT_OK;
+        switch (o) {
+        case 'H': inspect_usage(); return TOOLS_EXIT_OK;
+        case TOOLS_OPT_NVM:
+            if (tools_nvm_opt(optarg) != 0)
+                return TOOLS_EXIT_USAGE;
+            break;
+        default: return tools_bad_option();
+        }
     }
     if (optind >= argc)
         return tools_usage_err("missing IMAGE");

@@ -39,7 +39,7 @@ struct ls_row {
 /* ls_usage -- the --help text. */
 static void ls_usage(void)
 {
-    printf("Usage: %s [-l] [-a] [-R] IMAGE:/path...\n"
+    printf("Usage: %s [-l] [-a] [-R] [--nvm PATH] IMAGE:/path...\n"
            "List directories (their entries) and files of a ubjfs image.\n\n"
            "Options:\n"
            "  -l          long format: mode, links, uid, gid, size, mtime, name\n"
@@ -47,6 +47,7 @@ static void ls_usage(void)
            "              shown itself; without -l one to a directory is listed)\n"
            "  -a          include names starting with '.', and '.' and '..'\n"
            "  -R          list subdirectories recursively\n"
+           TOOLS_NVM_HELP
            "      --help  print this help\n\n"
            "Names are sorted bytewise; times are local (set TZ for another zone).\n"
            "Exit status: 0 listed, 1 an operand could not be listed, 2 usage error.\n",
@@ -265,6 +266,7 @@ int tools_ls_main(int argc, char **argv)
 {
     static const struct option lo[] = {
         { "help", no_argument, NULL, 'H' },
+        TOOLS_NVM_LONGOPT,
         { NULL, 0, NULL, 0 },
     };
     static struct ls_opts o;           /* large: the -R stack */
@@ -277,6 +279,10 @@ int tools_ls_main(int argc, char **argv)
         case 'a': o.all = true; break;
         case 'R': o.recursive = true; break;
         case 'H': ls_usage(); return TOOLS_EXIT_OK;
+        case TOOLS_OPT_NVM:
+            if (tools_nvm_opt(optarg) != 0)
+                return TOOLS_EXIT_USAGE;
+            break;
         default: return tools_bad_option();
         }
     }

@@ -108,9 +108,9 @@ static void mount_usage(void)
            "                         nosuid, nodev, noexec, noatime, auto_unmount,\n"
            "                         fsname=NAME, max_read=N, ...) and these:\n"
            "      writeback_cache    the kernel caches writes and sends them later\n"
-           "                         (the default; ENOSPC still fails write(2))\n"
+           "                         (ENOSPC still fails write(2); slower in mode ubj)\n"
            "      no_writeback_cache every write reaches the daemon before write(2)\n"
-           "                         returns\n"
+           "                         returns (the default)\n"
            "      attr_timeout=S     seconds the kernel trusts attributes (default 10)\n"
            "      entry_timeout=S    seconds the kernel trusts names (default 10)\n"
            "      negative_timeout=S seconds it trusts that a name is absent (10)\n"
@@ -529,7 +529,7 @@ static int mount_start(struct mount_args *a, struct mount_run *m)
     a->fo.debug = a->debug;
     int rc = ubj_fuse_new(&a->fo, &m->fuse);
     if (rc < 0) {
-        tools_err("bad mount options (-o %s)", a->fuse_opts ? a->fuse_opts : "");
+        tools_err("bad mount options: %s", tools_libmsg(rc));
         return -1;
     }
     if (mount_open_dev(a, m) < 0)
@@ -680,7 +680,7 @@ static int mount_background(struct mount_args *a)
 int tools_mount_main(int argc, char **argv)
 {
     struct mount_args a = { 0 };
-    a.fo.writeback_cache = true;    /* see "WB" in src/fuse/fuse.c */
+    a.fo.writeback_cache = false;   /* docs/PERFORMANCE.md: slower in mode ubj */
     a.fo.attr_timeout = UBJ_FUSE_ATTR_TIMEOUT;
     a.fo.entry_timeout = UBJ_FUSE_ENTRY_TIMEOUT;
     a.fo.negative_timeout = UBJ_FUSE_NEGATIVE_TIMEOUT;

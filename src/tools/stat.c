@@ -17,12 +17,13 @@
 /* stat_usage -- the --help text. */
 static void stat_usage(void)
 {
-    printf("Usage: %s [-L] IMAGE:/path...\n"
+    printf("Usage: %s [-L] [--nvm PATH] IMAGE:/path...\n"
            "Print every attribute of files in a ubjfs image: type, size, blocks\n"
            "(512-byte units), inode, links, generation, mode, uid, gid, device\n"
            "number, and access/modify/change/birth times with nanoseconds.\n\n"
            "Options:\n"
            "  -L          follow a symlink operand (default: the link itself)\n"
+           TOOLS_NVM_HELP
            "      --help  print this help\n\n"
            "Times are local (set TZ for another zone).\n"
            "Exit status: 0 all printed, 1 an operand could not be looked up,\n"
@@ -110,6 +111,7 @@ int tools_stat_main(int argc, char **argv)
 {
     static const struct option lo[] = {
         { "help", no_argument, NULL, 'H' },
+        TOOLS_NVM_LONGOPT,
         { NULL, 0, NULL, 0 },
     };
     bool follow = false;
@@ -119,6 +121,10 @@ int tools_stat_main(int argc, char **argv)
         switch (c) {
         case 'L': follow = true; break;
         case 'H': stat_usage(); return TOOLS_EXIT_OK;
+        case TOOLS_OPT_NVM:
+            if (tools_nvm_opt(optarg) != 0)
+                return TOOLS_EXIT_USAGE;
+            break;
         default: return tools_bad_option();
         }
     }

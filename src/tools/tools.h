@@ -70,7 +70,8 @@ int tools_bad_option(void);
 const char *tools_strerror(int rc);
 
 /* tools_libmsg -- the library's message for a failed call returning rc
- * (ubj_errormsg()), or strerror(-rc) when the library set none. */
+ * (ubj_errormsg()), or strerror(-rc) when the library set none; a message
+ * that ends in ':' (no reason given) gets strerror(-rc) appended. */
 const char *tools_libmsg(int rc);
 
 /* ---- parsing ----------------------------------------------------------- */
@@ -107,6 +108,26 @@ void tools_spec_free(struct tools_spec *s);
  * form; else a usage error is reported and 2 returned (0 if all do). */
 int tools_specs_check(int n, char **ops);
 
+/* ---- mode ubj: the NVM region (--nvm) ---------------------------------- */
+
+/* getopt_long value of --nvm in every subcommand that opens an image. */
+#define TOOLS_OPT_NVM 0x4e56
+#define TOOLS_NVM_LONGOPT { "nvm", required_argument, NULL, TOOLS_OPT_NVM }
+#define TOOLS_NVM_HELP \
+    "      --nvm PATH  a mode-ubj image's NVM region (made by mkfs --nvm; the\n" \
+    "              default is $UBJFS_NVM): it holds the committed blocks\n"
+
+/* tools_nvm_opt -- the --nvm case: remember PATH for tools_img_mount.
+ * 0, or a reported usage error (2) for an empty PATH. */
+int tools_nvm_opt(const char *path);
+
+/* tools_nvm_path -- --nvm's PATH, else $UBJFS_NVM, else NULL. */
+const char *tools_nvm_path(void);
+
+/* tools_mount_error -- report that `image` (open as dev) cannot be
+ * mounted (rc): a mode-ubj image without a region says to pass --nvm. */
+void tools_mount_error(const char *image, struct ubj_bdev *dev, int rc);
+
 /* ---- images ------------------------------------------------------------ */
 
 struct tools_img {
@@ -116,7 +137,9 @@ struct tools_img {
 };
 
 /* tools_img_mount -- open `image` (exclusive; read-only unless rw) and
- * mount it without the timer thread.  Reports failures.  0 or -1. */
+ * mount it without the timer thread, with tools_nvm_path() as the region
+ * of a mode-ubj image.  Reports failures (an image that is a directory
+ * says so).  0 or -1. */
 int tools_img_mount(struct tools_img *img, const char *image, bool rw);
 
 /* tools_img_unmount -- unmount and close; reports ubj_unmount's error.

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include "fs/format.h"
 #include "tools.h"
 
 const char *tools_prog = "ubjfs";
@@ -54,11 +55,22 @@ const char *tools_strerror(int rc)
     return strerror(rc < 0 ? -rc : rc);
 }
 
-/* tools_libmsg -- the library's last message, or strerror(-rc). */
+/* tools_libmsg -- the library's last message, or strerror(-rc); a
+ * message without its reason ("nvm: PATH: ") gets strerror(-rc). */
 const char *tools_libmsg(int rc)
 {
+    static _Thread_local char buf[512];
     const char *m = ubj_errormsg();
-    return (m != NULL && m[0] != '\0') ? m : tools_strerror(rc);
+    if (m == NULL || m[0] == '\0')
+        return tools_strerror(rc);
+    size_t n = strlen(m);
+    while (n > 0 && m[n - 1] == ' ')
+        n--;
+    if (n > 0 && m[n - 1] != ':')
+        return m;
+    snprintf(buf, sizeof buf, "%.*s %s", (int)n, m,
+             tools_strerror(rc != 0 ? rc : -EINVAL));
+    return buf;
 }
 
 /* util_digits -- parse the leading decimal digits of s; *end after them. */
@@ -211,6 +223,59 @@ int tools_specs_check(int n, char **ops)
     return 0;
 }
 
+static const char *util_nvm;   /* --nvm PATH */
+
+/* tools_nvm_opt -- remember --nvm PATH. */
+int tools_nvm_opt(const char *path)
+{
+    if (path[0] == '\0')
+        return tools_usage_err("--nvm needs the path of an NVM region");
+    util_nvm = path;
+    return 0;
+}
+
+/* tools_nvm_path -- --nvm, else $UBJFS_NVM, else NULL. */
+const char *tools_nvm_path(void)
+{
+    const char *e = getenv("UBJFS_NVM");
+    if (util_nvm != NULL)
+        return util_nvm;
+    return e != NULL && e[0] != '\0' ? e : NULL;
+}
+
+/* util_is_ubj -- does the superblock on dev say mode ubj (made or last
+ * mounted so)? */
+static bool util_is_ubj(struct ubj_bdev *dev)
+{
+    struct ubj_super *sb = malloc(sizeof *sb);
+    bool ubj = sb != NULL && ubj_bdev_read(dev, 0, 1, sb) == 0 &&
+               sb->hdr.magic == UBJ_MAGIC_SUPER &&
+               (sb->mode == UBJ_FMT_MODE_UBJ ||
+                ((sb->state & UBJ_STATE_MOUNTED) && sb->mount_mode == UBJ_FMT_MODE_UBJ));
+    free(sb);
+    return ubj;
+}
+
+/* tools_mount_error -- why `image` did not mount, with the --nvm hint. */
+void tools_mount_error(const char *image, struct ubj_bdev *dev, int rc)
+{
+    if (tools_nvm_path() == NULL && util_is_ubj(dev))
+        tools_err("%s: cannot mount: a mode-ubj image needs its NVM region "
+                  "(made by mkfs --nvm): pass --nvm PATH (or set UBJFS_NVM)", image);
+    else
+        tools_err("%s: cannot mount: %s", image, tools_libmsg(rc));
+}
+
+/* util_open_error -- why `image` could not be opened. */
+static void util_open_error(const char *image, int rc)
+{
+    struct stat st;
+    if (stat(image, &st) == 0 && S_ISDIR(st.st_mode))
+        tools_err("%s: is a directory, not an image", image);
+    else
+        tools_err("%s", tools_libmsg(rc));
+}
+
 /* tools_img_mount -- open and mount an image for a tool. */
 int tools_img_mount(struct tools_img *img, const char *image, bool rw)
 {
@@ -220,15 +285,15 @@ int tools_img_mount(struct tools_img *img, const char *image, bool rw)
     unsigned bflags = UBJ_BDEV_EXCL | (rw ? 0u : UBJ_BDEV_RDONLY);
     int rc = ubj_bdev_file_open(image, bflags, 0, &img->dev);
     if (rc < 0) {
-        tools_err("%s", tools_libmsg(rc));
+        util_open_error(image, rc);
         return -1;
     }
     struct ubj_config cfg = { 0 };
     cfg.flags = UBJ_MOUNT_NO_TIMER | (rw ? 0u : UBJ_MOUNT_RDONLY);
-    cfg.nvm_path = getenv("UBJFS_NVM");   /* a mode-ubj image's region */
+    cfg.nvm_path = tools_nvm_path();      /* a mode-ubj image's region */
     rc = ubj_mount(img->dev, &cfg, &img->fs);
     if (rc < 0) {
-        tools_err("%s: cannot mount: %s", image, tools_libmsg(rc));
+        tools_mount_error(image, img->dev, rc);
         ubj_bdev_destroy(img->dev);
         img->dev = NULL;
         img->fs = NULL;

@@ -9,12 +9,18 @@
  * without a pair; the results table has one line per row; the CSV has the
  * documented header, as many fields on every line as in the header, and
  * RFC 4180 quoting of a device spec with a comma; the JSON has the schema,
- * every result field, escaped strings and null for a non-finite number;
- * the plots (when gnuplot is installed) are non-empty SVG files and the
- * data files mark a missing run with '?'.
+ * every result field, escaped strings and null for a non-finite number,
+ * the config's default procs as null and the "requested" values; a tiny
+ * ratio keeps its digits (0.004 is not "-100%"); the table says that
+ * ckpt_MiB is part of data + meta; the plots (when gnuplot is installed)
+ * are non-empty SVG files, the data files mark a missing run with '?', the
+ * bytes plot stacks data + metadata + journal only (checkpoint drawn
+ * apart), mode names are not rotated; SVG files of an earlier run are
+ * removed when gnuplot is missing, and a gnuplot that hangs is killed.
  */
 #include "testutil.h"
 #include <math.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "tools/bench_out.c"
 
@@ -148,10 +154,21 @@ static void t_ratio_table(void **state)
     assert_non_null(strstr(m.buf, "thr ubj/ordered"));
     assert_non_null(strstr(m.buf, "time ubj/journal"));
     assert_non_null(strstr(m.buf, "2.000 (+100%)"));
+    assert_null(strstr(m.buf, "(-100%)"));
     assert_int_equal(t_count(m.buf, "\ngeometric mean "), 1);
     assert_int_equal(t_count(m.buf, "\narithmetic mean "), 1);
     assert_int_equal(t_count(m.buf, "\npostmark "), 2);
     assert_int_equal(t_count(m.buf, "\nvarmail "), 1);
+    free(m.buf);
+    /* a tiny ratio keeps its digits: 0.004 is -99.60%, not -100% */
+    v[6].r.ops_per_s = 2500;
+    v[7].r.ops_per_s = 10;
+    v[7].r.elapsed_ns = 32000000;
+    t_mem_open(&m);
+    assert_int_equal(tools_bout_ratio_table(m.f, v, n, "ubj", dens, 2), 0);
+    t_mem_close(&m);
+    assert_non_null(strstr(m.buf, "0.004 (-99.60%)"));
+    assert_null(strstr(m.buf, "(-100%)"));
     free(m.buf);
     t_mem_open(&m);     /* no ubj rows: nothing at all */
     assert_int_equal(tools_bout_ratio_table(m.f, v, 2, "ubj", dens, 2), 0);
@@ -170,8 +187,9 @@ static void t_table(void **state)
     t_mem_open(&m);
     assert_int_equal(tools_bout_table(m.f, v, n), 0);
     t_mem_close(&m);
-    assert_int_equal(t_count(m.buf, "\n"), n + 1);
-    assert_true(strncmp(m.buf, "workload ", 9) == 0);
+    assert_int_equal(t_count(m.buf, "\n"), n + 2);
+    assert_non_null(strstr(m.buf, "ckpt_MiB is the part of data + meta"));
+    assert_non_null(strstr(m.buf, "\nworkload "));
     assert_non_null(strstr(m.buf, "hdd:x,qd=2"));
     free(m.buf);
 }
@@ -231,13 +249,18 @@ static void t_json(void **state)
     size_t n = t_rows(v);
     snprintf(v[0].r.device, sizeof v[0].r.device, "ssd:\"q\"\\");
     v[1].r.hit_ratio = NAN;
-    struct tools_bout_meta meta = { .command = "run", .clock = "virtual", .seed = 7 };
+    struct tools_bout_meta meta = { .command = "run", .clock = "virtual", .seed = 7,
+                                    .cache_blocks = 4096, .req_cache_blocks = 0 };
     struct t_mem m;
     t_mem_open(&m);
     assert_int_equal(tools_bout_json(m.f, &meta, v, n), 0);
     t_mem_close(&m);
     assert_non_null(strstr(m.buf, "\"schema\": \"" TOOLS_BOUT_SCHEMA "\""));
     assert_non_null(strstr(m.buf, "\"nvm_profile\": null"));
+    assert_non_null(strstr(m.buf, "\"procs\": null, "));
+    assert_non_null(strstr(m.buf, "\"cache_blocks\": 4096, "));
+    assert_non_null(strstr(m.buf, "\"requested\": {\"procs\": 0, \"think_set\": false, "
+                                  "\"cache_blocks\": 0, "));
     assert_non_null(strstr(m.buf, "\"device\": \"ssd:\\\"q\\\"\\\\\""));
     assert_non_null(strstr(m.buf, "\"hit_ratio\": null"));
     const char *fields[] = { "workload", "mode", "device", "clock", "scale", "ops_asked", "seed",
@@ -269,6 +292,88 @@ static long t_file_size(const char *dir, const char *name)
     return stat(p, &st) == 0 ? (long)st.st_size : -1;
 }
 
+/* t_read -- the text of dir/name (at most len - 1 bytes) into buf. */
+static void t_read(const char *dir, const char *name, char *buf, size_t len)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    size_t got = fread(buf, 1, len - 1, f);
+    buf[got] = '\0';
+    fclose(f);
+}
+
+/* t_check_script -- plots.gp: the bytes bars stack data, metadata and
+ * journal (columns 3..5) and draw checkpoint (column 6) apart, never added
+ * to them; the mode names are not rotated. */
+static void t_check_script(const char *dir)
+{
+    static char text[65536];
+    t_read(dir, "plots.gp", text, sizeof text);
+    assert_null(strstr(text, "rowstacked"));
+    assert_null(strstr(text, "rotate"));
+    assert_int_equal(t_count(text, "using 2:($3+$4+$5):(0.7) with boxes"), 3);
+    assert_int_equal(t_count(text, "using 2:6:(0.3) with boxes"), 3);
+    assert_null(strstr(text, "$5+$6"));
+    assert_non_null(strstr(text, "set xtics (\"ordered\" 0, \"journal\" 1, \"ubj\" 2)"));
+}
+
+/* t_put -- write text into dir/name (mode 0755 if exec). */
+static void t_put(const char *dir, const char *name, const char *text, bool exec)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(p, exec ? 0755 : 0644), 0);
+}
+
+/* t_with_path -- tools_bout_plots with PATH = bin only. */
+static int t_with_path(const char *bin, const char *dir, const struct tools_bout_row *v,
+                       size_t n)
+{
+    char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+    setenv("PATH", bin, 1);
+    int rc = tools_bout_plots(dir, v, n, "t");
+    if (old != NULL)
+        setenv("PATH", old, 1);
+    free(old);
+    return rc;
+}
+
+/* t_plots_no_gnuplot -- without gnuplot: -ENOPKG, and an SVG an earlier
+ * run left there is gone (it would not match the new data). */
+static void t_plots_no_gnuplot(const char *dir, const struct tools_bout_row *v, size_t n)
+{
+    t_put(dir, "throughput-ssd-sata.svg", "<svg>stale</svg>\n", false);
+    t_put(dir, "bytes-hdd-x-qd-2.svg", "<svg>stale</svg>\n", false);
+    assert_int_equal(t_with_path("/nonexistent-bin", dir, v, n), -ENOPKG);
+    assert_int_equal(t_file_size(dir, "throughput-ssd-sata.svg"), -1);
+    assert_int_equal(t_file_size(dir, "bytes-hdd-x-qd-2.svg"), -1);
+    assert_true(t_file_size(dir, "plots.gp") > 0);
+}
+
+/* t_plots_hang -- a gnuplot that never finishes is killed: -ETIMEDOUT. */
+static void t_plots_hang(const char *dir, const struct tools_bout_row *v, size_t n)
+{
+    char bin[] = "/tmp/ubjfs-bench-gp.XXXXXX";
+    assert_non_null(mkdtemp(bin));
+    t_put(bin, "gnuplot", "#!/bin/sh\nsleep 30\nexit 0\n", true);
+    unsigned saved = bout_gnuplot_ms;
+    bout_gnuplot_ms = 300;
+    char path[600];
+    snprintf(path, sizeof path, "%s:/usr/bin:/bin", bin);   /* our gnuplot first */
+    assert_int_equal(t_with_path(path, dir, v, n), -ETIMEDOUT);
+    bout_gnuplot_ms = saved;
+    char p[512];
+    snprintf(p, sizeof p, "%s/gnuplot", bin);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(rmdir(bin), 0);
+}
+
 /* t_plots -- data, script and (with gnuplot) the SVG files. */
 static void t_plots(void **state)
 {
@@ -292,8 +397,9 @@ static void t_plots(void **state)
     size_t got = fread(text, 1, sizeof text - 1, f);
     text[got] = '\0';
     fclose(f);
-    assert_non_null(strstr(text, "\"hdd:x,qd=2\" 10.000000 ? 80.000000\n"));
+    assert_non_null(strstr(text, "\"ordered\" 0 10.000000\n\"journal\" 1 ?\n\"ubj\" 2 80.000000\n"));
     assert_null(strstr(text, "varmail"));       /* not run on that device */
+    t_check_script(dir);
     if (rc == 0) {
         assert_true(t_file_size(dir, "throughput-ssd-sata.svg") > 1000);
         assert_true(t_file_size(dir, "throughput-hdd-x-qd-2.svg") > 1000);
@@ -303,6 +409,8 @@ static void t_plots(void **state)
         printf("gnuplot is not installed: SVG files not checked\n");
     }
     assert_int_equal(tools_bout_plots("/nonexistent/dir", v, n, "x"), -ENOENT);
+    t_plots_no_gnuplot(dir, v, n);
+    t_plots_hang(dir, v, n);
     const char *names[] = { "plots.gp", "throughput-ssd-sata.dat", "throughput-ssd-sata.svg",
                             "throughput-hdd-x-qd-2.dat", "throughput-hdd-x-qd-2.svg",
                             "bytes-ssd-sata.dat",
@@ -312,6 +420,20 @@ static void t_plots(void **state)
         unlink(p);
     }
     assert_int_equal(rmdir(dir), 0);
+}
+
+/* t_plot_names -- the SVG names listed for the summary. */
+static void t_plot_names(void **state)
+{
+    (void)state;
+    struct tools_bout_row v[16];
+    size_t n = t_rows(v);
+    char buf[256];
+    tools_bout_plot_names(v, n, buf, sizeof buf);
+    assert_string_equal(buf, "throughput-ssd-sata.svg bytes-ssd-sata.svg "
+                             "throughput-hdd-x-qd-2.svg bytes-hdd-x-qd-2.svg");
+    tools_bout_plot_names(v, 0, buf, sizeof buf);
+    assert_string_equal(buf, "");
 }
 
 /* main -- the output tests. */
@@ -324,6 +446,7 @@ int main(void)
         cmocka_unit_test(t_csv),
         cmocka_unit_test(t_json),
         cmocka_unit_test(t_plots),
+        cmocka_unit_test(t_plot_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,11 @@ for m in ubj ordered journal; do
   grep -q "^mode $m .* 0 failures" "$tmp/out" || fail "mode $m line: $(cat "$tmp/out")"
 done
 
+# --- random workloads alone ---------------------------------------------------
+run 0 "$UBJ_TOOL" crashtest --depth 0 --random 2 --ops 24 --mode ordered --mode ubj \
+  --samples 2 --dcrash 0 --out "$tmp"
+grep -q "^mode ordered  *2 workloads" "$tmp/out" || fail "random: $(cat "$tmp/out")"
+
 # --- none is inconsistent: reported, with a reproducer that fails again -------
 mkdir -p "$tmp/r"
 run 1 "$UBJ_TOOL" crashtest --mode none --out "$tmp/r" --workload "$wl/rename-over.wl"

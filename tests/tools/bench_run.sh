@@ -4,8 +4,14 @@
 # documented columns and parses; results.json parses and has the
 # documented fields; the same command twice gives byte-identical CSV
 # (virtual clock), another seed different counters; plots are non-empty
-# SVG files when gnuplot is installed; bad options are one-line usage
-# errors with exit 2.  Not a timed test: no figure is compared to a bound.
+# SVG files when gnuplot is installed; without gnuplot the SVG files of
+# an earlier run in the same directory are removed and not listed; the
+# JSON config reports the effective defaults; --quick says its figures are
+# not results; bad options (also an unknown --kv key, a --trace-in file
+# that is missing, not a trace or of another workload than -w, and an
+# unknown `bench modes -m` name) are one-line usage errors with exit 2;
+# an output path that cannot be written is one error line, exit 1, before
+# any run.  Not a timed test: no figure is compared to a bound.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
 . "$(dirname "$0")/../common/lib.sh" bench_run
 command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
@@ -50,11 +56,16 @@ check_json() {
 import json, sys
 doc = json.load(open(sys.argv[1]))
 rows, cols = int(sys.argv[2]), sys.argv[3].split(",")
-assert doc["schema"] == "ubjfs-bench/1"
+assert doc["schema"] == "ubjfs-bench/2"
 for k in ("command", "clock", "seed", "procs", "think_ns", "cache_blocks",
           "image_blocks", "commit_interval_ms", "nvm_profile", "op_cpu_ns", "final_sync", "wall_s"):
     assert k in doc["config"], k
 assert len(doc["results"]) == rows, len(doc["results"])
+c = doc["config"]
+assert (c["cache_blocks"], c["image_blocks"], c["commit_interval_ms"], c["nvm_profile"]) == \
+    (4096, 65536, 5000, "dram"), c
+assert c["requested"]["cache_blocks"] == 0 and c["procs"] is None, c
+assert all(r["cache_blocks"] == c["cache_blocks"] for r in doc["results"])
 for r in doc["results"]:
     for c in cols:
         if c.startswith("op_"):
@@ -88,8 +99,11 @@ for d in $devices; do
 done
 grep -q "thr ubj/ordered *time ubj/ordered *thr ubj/journal *time ubj/journal" "$tmp/out" ||
   fail "ratio header"
-grep -Eq "^geometric mean +\(all pairs\) +[0-9.]+ \([-+][0-9]+%\)" "$tmp/out" || fail "geometric mean line"
-grep -Eq "^arithmetic mean +\(all pairs\) +[0-9.]+ \([-+][0-9]+%\)" "$tmp/out" || fail "arithmetic mean line"
+grep -Eq "^geometric mean +\(all pairs\) +[0-9.]+ \([-+][0-9.]+%\)" "$tmp/out" || fail "geometric mean line"
+grep -Eq "^arithmetic mean +\(all pairs\) +[0-9.]+ \([-+][0-9.]+%\)" "$tmp/out" || fail "arithmetic mean line"
+grep -q "^note: --quick runs at a tiny scale as a smoke test; its figures are not results" "$tmp/out" ||
+  fail "no --quick caveat"
+grep -q "ckpt_MiB is the part of data + meta" "$tmp/out" || fail "no note that ckpt is part of data + meta"
 grep -q "^wall time: " "$tmp/out" || fail "no wall time line"
 check_csv "$res/results.csv" 32
 check_json "$res/results.json" 32
@@ -99,9 +113,20 @@ if command -v gnuplot >/dev/null; then
            bytes-hdd-modern7200.svg; do
     [ -s "$res/$f" ] && grep -q "<svg" "$res/$f" || fail "plot $f missing or not SVG"
   done
+  grep -q "^results in $res/: .*throughput-ssd-sata.svg bytes-ssd-sata.svg" "$tmp/out" ||
+    fail "summary does not list the SVG files: $(grep '^results in' "$tmp/out")"
 else
   echo "gnuplot is not installed: plots not checked"
 fi
+
+# the same results dir again without gnuplot (PATH without it): the SVG
+# files of the run above are gone, none is listed, a warning says why
+mkdir "$tmp/nogp"
+run 0 env PATH="$tmp/nogp" "$UBJ_TOOL" bench --quick -q --results "$res"
+grep -q "gnuplot is not installed" "$tmp/err" || fail "no gnuplot warning: $(cat "$tmp/err")"
+grep "^results in" "$tmp/out" | grep -q "svg" && fail "summary lists SVG files: $(grep '^results in' "$tmp/out")"
+ls "$res"/*.svg >/dev/null 2>&1 && fail "stale SVG files left: $(ls "$res")"
+[ -s "$res/plots.gp" ] || fail "no plots.gp without gnuplot"
 
 # bench run: the same command twice -> the same CSV, byte for byte
 one=(run -w postmark,varmail -m ubj,ordered -d ssd:sata --scale 0.02 --ops 150 -q)
@@ -118,12 +143,47 @@ if command -v gnuplot >/dev/null; then
   [ -s "$tmp/plots/throughput-ssd-sata.svg" ] && [ -s "$tmp/plots/bytes-ssd-sata.svg" ] || fail "run --plot"
 fi
 
+# a trace of varmail: replayed without -w it is varmail's (and says so)
+run 0 "$UBJ_TOOL" bench run -w varmail -m ubj -d ssd:sata --scale 0.02 --ops 20 -q \
+  --trace-out "$tmp/vm.trace"
+run 0 "$UBJ_TOOL" bench run -m ubj -d ssd:sata -q --trace-in "$tmp/vm.trace"
+grep -q "^trace: replaying $tmp/vm.trace open-loop (workload varmail" "$tmp/out" ||
+  fail "trace replay banner: $(head -n 3 "$tmp/out")"
+grep -q "^varmail " "$tmp/out" || fail "trace replay rows"
+printf 'ubjfs-bench-trace 1\nworkload varmail\ngarbage\n' >"$tmp/bad.trace"
+
+# output paths that cannot be written: one line, exit 1, before any run
+# (nothing on stdout: not even the banner)
+for bad in "--csv /proc/nope.csv" "--json /nonexistent/x.json" "--csv $tmp" \
+           "--plot /dev/null" "--trace-out /nonexistent/t"; do
+  # shellcheck disable=SC2086
+  run 1 "$UBJ_TOOL" bench run -w postmark -m ubj -d ssd:sata --ops 5 --scale 0.02 -q $bad
+  [ "$(wc -l <"$tmp/err")" = 1 ] || fail "bench run $bad: not one line: $(cat "$tmp/err")"
+  [ -s "$tmp/out" ] && fail "bench run $bad ran: $(head -n 1 "$tmp/out")"
+done
+for bad in /proc/nope /dev/null; do
+  run 1 "$UBJ_TOOL" bench --quick -q --results "$bad"
+  [ "$(wc -l <"$tmp/err")" = 1 ] || fail "bench --results $bad: not one line: $(cat "$tmp/err")"
+  [ -s "$tmp/out" ] && fail "bench --results $bad ran: $(head -n 1 "$tmp/out")"
+done
+
+# bench modes: an unknown -m name is a usage error (not an empty table)
+for bad in "bogus" "bogus,none" "ubj," ""; do
+  run 2 "$UBJ_TOOL" bench modes -m "$bad" -n 10
+  head -n 1 "$tmp/err" | grep -q "^ubjfs bench: unknown mode '" || fail "bench modes -m '$bad': $(cat "$tmp/err")"
+  [ -s "$tmp/out" ] && fail "bench modes -m '$bad' printed on stdout"
+done
+
 # usage errors: exit 2, first line "ubjfs bench: ...", then the --help hint
 for bad in "run --bogus" "run -w nosuch" "run -m nosuch" "run -d nosuch:x" "run -d ssd:nosuch" \
            "run --scale 0" "run --scale x" "run --ops 0" "run --think 5h" "run --clock wall" \
            "run --cache 1K" "run --nvm-profile nosuch" "run extra" "run --quick" \
            "run --trace-out $tmp/t" "run -w postmark,varmail --trace-in $tmp/t" \
-           "headline --results" "--quick --seed x" "run -w"; do
+           "headline --results" "--quick --seed x" "run -w" "run --kv nosuch=1" \
+           "run -w postmark,iozone --kv files=10" "--quick --kv nosuch=1" \
+           "run --trace-in $tmp/nonexistent" "run --trace-in $tmp/bad.trace" \
+           "run --trace-in /etc/hostname" "run -w postmark --trace-in $tmp/vm.trace" \
+           "run --trace-in $tmp/vm.trace --scale 2"; do
   # shellcheck disable=SC2086
   run 2 "$UBJ_TOOL" bench $bad
   head -n 1 "$tmp/err" | grep -q "^ubjfs bench: " || fail "bench $bad: message '$(head -n 1 "$tmp/err")'"

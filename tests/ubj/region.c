@@ -503,6 +503,15 @@ static void test_unclean_names_region(void **state)
     assert_rc(ut_mount(crashed, other, 64, 0, 0, &fs), -EUCLEAN);
     assert_non_null(strstr(ubj_errormsg(), "mount with the region it used"));
 
+    /* a lost region: repair without it; the region can never come back */
+    struct ubj_bdev *lost = ut_ram_copy(crashed);
+    assert_int_equal(ubj_check(lost, UBJ_CHECK_REPAIR, NULL, NULL), UBJ_CHECK_OPERROR);
+    int cr = ubj_check(lost, UBJ_CHECK_REPAIR | UBJ_CHECK_DISCARD_NVM, NULL, NULL);
+    assert_true(cr == UBJ_CHECK_CLEAN || cr == UBJ_CHECK_REPAIRED);
+    assert_rc(ut_mount(lost, q, 64, 0, 0, &fs), -EUCLEAN);
+    assert_non_null(strstr(ubj_errormsg(), "would roll"));
+    ubj_bdev_destroy(lost);
+
     assert_ok(ut_mount(crashed, q, 64, 0, 0, &fs));      /* its own region */
     uint8_t buf[16];
     assert_int_equal(tpath_read(fs, "/kept", buf, sizeof buf, 0), 9);
