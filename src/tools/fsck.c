@@ -25,7 +25,8 @@
 #define FSCK_EXIT_USAGE 16
 
 struct fsck_ctx {
-    unsigned long lines;
+    unsigned long lines;   /* every line reported */
+    unsigned long notes;   /* of which "note:" lines (not problems) */
 };
 
 /* fsck_usage -- the --help text. */
@@ -59,6 +60,8 @@ static void fsck_report(void *ctx, const char *line)
 {
     struct fsck_ctx *c = ctx;
     c->lines++;
+    if (strncmp(line, "note:", 5) == 0)
+        c->notes++;
     size_t n = strlen(line);
     fputs(line, stdout);
     if (n == 0 || line[n - 1] != '\n')
@@ -66,7 +69,33 @@ static void fsck_report(void *ctx, const char *line)
     fflush(stdout);
 }
 
-/* fsck_counts -- -v: the counts recorded in the (checked) superblock. */
+/* fsck_bits_used -- set bits [lo, hi) of the bitmap at blocks
+ * [start, start + nblk) on dev; -1 on a read error. */
+static int64_t fsck_bits_used(struct ubj_bdev *dev, uint64_t start, uint64_t nblk,
+                              uint64_t lo, uint64_t hi)
+{
+    uint8_t *b = malloc(UBJ_BS);
+    int64_t n = 0;
+    for (uint64_t i = 0; b != NULL && i < nblk; i++) {
+        if (ubj_bdev_read(dev, start + i, 1, b) < 0) {
+            n = -1;
+            break;
+        }
+        uint64_t base = i * UBJ_BITMAP_BITS;
+        for (uint64_t bit = 0; bit < UBJ_BITMAP_BITS; bit++) {
+            uint64_t g = base + bit;
+            const uint8_t *w = b + sizeof(struct ubj_blkhdr);
+            if (g >= lo && g < hi && (w[bit / 8] >> (bit % 8) & 1))
+                n++;
+        }
+    }
+    free(b);
+    return b == NULL ? -1 : n;
+}
+
+/* fsck_counts -- -v: inodes and data blocks in use, counted from the
+ * (checked) bitmaps: the superblock's free counts are written lazily and
+ * are stale after a crash. */
 static void fsck_counts(const char *image, struct ubj_bdev *dev)
 {
     struct ubj_super *sb = malloc(sizeof *sb);
@@ -76,11 +105,13 @@ static void fsck_counts(const char *image, struct ubj_bdev *dev)
         return;
     }
     uint64_t data = sb->nblocks > sb->data_start ? sb->nblocks - sb->data_start : 0;
-    uint64_t ifree = sb->free_inodes <= sb->ninodes ? sb->free_inodes : sb->ninodes;
-    uint64_t bfree = sb->free_blocks <= data ? sb->free_blocks : data;
-    printf("%s: %llu/%llu inodes used, %llu/%llu data blocks used\n", image,
-           (unsigned long long)(sb->ninodes - ifree), (unsigned long long)sb->ninodes,
-           (unsigned long long)(data - bfree), (unsigned long long)data);
+    int64_t bused = fsck_bits_used(dev, sb->bb_start, sb->bb_blocks,
+                                   sb->data_start, sb->nblocks);
+    int64_t iused = fsck_bits_used(dev, sb->ib_start, sb->ib_blocks, 1, sb->ninodes);
+    if (bused >= 0 && iused >= 0)
+        printf("%s: %llu/%llu inodes used, %llu/%llu data blocks used\n", image,
+               (unsigned long long)iused + 1, (unsigned long long)sb->ninodes,
+               (unsigned long long)bused, (unsigned long long)data);
     free(sb);
 }
 
@@ -233,8 +264,10 @@ int tools_fsck_main(int argc, char **argv)
     if (r == UBJ_CHECK_OPERROR)
         fprintf(stderr, "%s: %s: %s\n", tools_prog, image, fsck_result_text(r));
     else if (verbose)
-        printf("%s: %s (%lu problem line%s, %.3f s)\n", image, fsck_result_text(r),
-               ctx.lines, ctx.lines == 1 ? "" : "s", secs);
+        printf("%s: %s (%lu problem%s, %lu note%s, %.3f s)\n", image,
+               fsck_result_text(r), ctx.lines - ctx.notes,
+               ctx.lines - ctx.notes == 1 ? "" : "s", ctx.notes,
+               ctx.notes == 1 ? "" : "s", secs);
     else
         printf("%s: %s\n", image, fsck_result_text(r));
     return r;
