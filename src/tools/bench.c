@@ -601,6 +601,15 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
                                "modes)", argv[optind]);
     if (optind + 1 < argc)
         return tools_usage_err("unexpected argument '%s'", argv[optind + 1]);
+    /* each op's file needs an inode (15 per 4 KiB block) and room in its
+     * directory: keep that within half the image */
+    uint64_t need = (a->ops + 1024) / 15 * UBJ_BLOCK_SIZE * 2 + (4u << 20);
+    if (a->size < need)
+        return tools_usage_err("--size %lluM is too small for --ops %llu (needs "
+                               "at least %lluM)",
+                               (unsigned long long)(a->size >> 20),
+                               (unsigned long long)a->ops,
+                               (unsigned long long)((need + (1u << 20) - 1) >> 20));
     return -1;
 }
 

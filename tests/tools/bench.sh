@@ -39,7 +39,7 @@ grep -q "use --force" "$tmp/err" || fail "bench over an existing file: $(cat "$t
 [ "$(cat "$f")" = "keep me" ] || fail "bench overwrote an existing file"
 
 for bad in "micro --ops 0" "micro --ops x" "micro --runs 0" "micro --device disk" \
-           "micro --size 1M" "micro --cache 3" "macro" "micro extra" "micro --bogus"; do
+           "micro --size 1M" "micro --size 4M --ops 200000" "micro --cache 3" "macro" "micro extra" "micro --bogus"; do
   # shellcheck disable=SC2086
   run 2 "$UBJ_TOOL" bench $bad
   head -n 1 "$tmp/err" | grep -q "^ubjfs bench: " || fail "bench $bad: message '$(head -n 1 "$tmp/err")'"
