@@ -188,10 +188,14 @@ static int nvm_map(struct ubj_nvm *r)
     } else {   /* read-write, or a device (/dev/dax: libpmem finds its size) */
         size_t len = 0;
         int is_pmem = 0;
+        errno = 0;
         void *p = pmem_map_file(r->path, 0, 0, 0, &len, &is_pmem);
-        if (p == NULL)
-            return ubj_set_error(errno ? -errno : -EIO, "nvm: %s: %s", r->path,
-                                 pmem_errormsg());
+        if (p == NULL) {
+            int e = errno ? errno : EIO;
+            const char *why = pmem_errormsg();
+            return ubj_set_error(-e, "nvm: %s: %s", r->path,
+                                 why && *why ? why : strerror(e));
+        }
         r->base = p;
         r->map_len = len;
         r->is_pmem = is_pmem != 0;
