@@ -51,7 +51,7 @@
  * Policy: fsync/fdatasync/sync commit at once (no device flush: the NVM
  * is the durability point); the timer commits every commit interval; a
  * handle start commits first when the running transaction would exceed a
- * quarter of the cache.  Checkpoint when frozen buffers exceed half the
+ * tenth of the cache (its buffers are pinned).  Checkpoint when frozen buffers exceed half the
  * cache at a handle start, or a quarter at a tick, after 6 ticks with
  * frozen buffers (30 s by default), when the cache needs room (reclaim),
  * on sync and on unmount -- and commit and checkpoint at a handle start
@@ -72,7 +72,7 @@
 #include "util/util.h"
 
 #define UBJ_BS 4096u
-#define UBJ_DIRTY_PERMILLE 250u      /* running txn limit: 1/4 of the cache */
+#define UBJ_DIRTY_PERMILLE 100u      /* running txn limit: 1/10 of the cache */
 #define UBJ_FROZEN_PERMILLE 500u     /* checkpoint beyond 1/2 of the cache */
 #define UBJ_CKPT_AGE_TICKS 6u        /* checkpoint after 6 commit intervals */
 #define UBJ_COLD_FRACTION 8u         /* ... or when CLOCK met cold frozen
