@@ -249,6 +249,10 @@ int64_t ubj_nvm_pending(struct ubj_nvm *r, uint64_t dev_nblocks);
 int ubj_nvm_overlay_create(struct ubj_bdev *image, const char *region_path,
                            struct ubj_bdev **out);
 
+/* ubj_nvm_is_overlay -- 1 if d is a device made by ubj_nvm_overlay_create
+ * (fsck then checks the pair, not the bare image), else 0. */
+int ubj_nvm_is_overlay(const struct ubj_bdev *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -66,6 +66,7 @@
 #include <sys/stat.h>
 #include "fs/fs.h"
 #include "txn/journal.h"     /* journal replay before the passes */
+#include "ubjfs/nvm.h"        /* is the device an image+region overlay */
 
 #define CK_EXT_MAX_DEPTH 5u         /* extent.c's EXT_MAX_DEPTH */
 #define CK_DIR_MAX_DEPTH 8u         /* dir.c's DIR_MAX_DEPTH */
@@ -665,7 +666,7 @@ static void ck_super_fields(struct ck *ck)
             sb->mount_mode = 0;
             ck->sb_dirty = true;
         }
-        else
+        else if (!ubj_nvm_is_overlay(ck->dev))
             ck_note(ck, "mode ubj: unless this is the image with its NVM region "
                     "overlaid, committed blocks may be only in the region");
     }

@@ -436,6 +436,12 @@ static int overlay_build(struct overlay_bdev *o, uint64_t nblocks)
     return rc;
 }
 
+/* ubj_nvm_is_overlay -- whether d is an overlay of an image and a region. */
+int ubj_nvm_is_overlay(const struct ubj_bdev *d)
+{
+    return d != NULL && d->ops == &overlay_ops;
+}
+
 /* ubj_nvm_overlay_create -- image + region's committed blocks, read-only. */
 int ubj_nvm_overlay_create(struct ubj_bdev *image, const char *region_path,
                            struct ubj_bdev **out)
