@@ -150,7 +150,25 @@ static int nvm_file_size(struct ubj_nvm *r, uint64_t *size, bool *regular)
     return 0;
 }
 
-/* nvm_map -- map the whole file (read-only, or with libpmem).  0 or -errno. */
+/* nvm_map_plain -- mmap the whole regular file (no libpmem): read-only
+ * shared, or a private copy-on-write view.  0 or -errno. */
+static int nvm_map_plain(struct ubj_nvm *r, uint64_t size, int prot, int flags)
+{
+    if (size < UBJ_NVM_HDR_SIZE)
+        return ubj_set_error(-EUCLEAN, "nvm: %s is not a ubjfs NVM region "
+                             "(%llu bytes)", r->path, (unsigned long long)size);
+    void *p = mmap(NULL, size, prot, flags, r->fd, 0);
+    if (p == MAP_FAILED)
+        return ubj_set_error(-errno, "nvm: %s: mmap: %s", r->path, strerror(errno));
+    r->base = p;
+    r->map_len = size;
+    r->is_pmem = false;
+    r->mmapped = true;
+    return 0;
+}
+
+/* nvm_map -- map the whole file (read-only, private, or with libpmem).
+ * 0 or -errno. */
 static int nvm_map(struct ubj_nvm *r)
 {
     uint64_t size;
@@ -158,34 +176,14 @@ static int nvm_map(struct ubj_nvm *r)
     int rc = nvm_file_size(r, &size, &regular);
     if (rc < 0)
         return rc;
-    if (r->private_map && regular) {
-        if (size < UBJ_NVM_HDR_SIZE)
-            return ubj_set_error(-EUCLEAN, "nvm: %s is not a ubjfs NVM region "
-                                 "(%llu bytes)", r->path, (unsigned long long)size);
-        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, r->fd, 0);
-        if (p == MAP_FAILED)
-            return ubj_set_error(-errno, "nvm: %s: mmap: %s", r->path,
-                                 strerror(errno));
-        r->base = p;
-        r->map_len = size;
-        r->is_pmem = false;
-        r->mmapped = true;
-    } else if (r->private_map) {
+    if (r->private_map && !regular)
         return ubj_set_error(-EINVAL, "nvm: %s: a read-only mount needs a region "
                              "file (not a device)", r->path);
-    } else if (r->rdonly && regular) {
-        if (size < UBJ_NVM_HDR_SIZE)
-            return ubj_set_error(-EUCLEAN, "nvm: %s is not a ubjfs NVM region "
-                                 "(%llu bytes)", r->path, (unsigned long long)size);
-        void *p = mmap(NULL, size, PROT_READ, MAP_SHARED, r->fd, 0);
-        if (p == MAP_FAILED)
-            return ubj_set_error(-errno, "nvm: %s: mmap: %s", r->path,
-                                 strerror(errno));
-        r->base = p;
-        r->map_len = size;
-        r->is_pmem = false;
-        r->mmapped = true;
-    } else {   /* read-write, or a device (/dev/dax: libpmem finds its size) */
+    if (r->private_map)
+        rc = nvm_map_plain(r, size, PROT_READ | PROT_WRITE, MAP_PRIVATE);
+    else if (r->rdonly && regular)
+        rc = nvm_map_plain(r, size, PROT_READ, MAP_SHARED);
+    else {   /* read-write, or a device (/dev/dax: libpmem finds its size) */
         size_t len = 0;
         int is_pmem = 0;
         errno = 0;
@@ -200,6 +198,8 @@ static int nvm_map(struct ubj_nvm *r)
         r->map_len = len;
         r->is_pmem = is_pmem != 0;
     }
+    if (rc < 0)
+        return rc;
     r->hdr = (struct nvm_header *)r->base;
     return 0;
 }
