@@ -159,6 +159,7 @@ struct ubj_cache {
     uint32_t hash_shift;         /* 64 - log2(number of buckets) */
     uint32_t nbuckets;
     uint32_t hand;               /* CLOCK hand */
+    uint32_t dirty_head;         /* the DIRTY buffers (bufs[].dnext), UBJ_NOBUF */
     bool own_desc, own_data;
     bool adopt_pending;          /* UBJ_CACHE_ADOPT until ubj_cache_adopt */
     struct ubj_bufdesc *desc;
@@ -304,6 +305,11 @@ static bool assert_cache_invariants(struct ubj_cache *c)
         }
     assert(nchained == nhashed);
     assert(ndirty == c->stats.dirty && nfrozen == c->stats.frozen);
+    uint64_t nlisted = 0;
+    for (uint32_t i = c->dirty_head; i != UBJ_NOBUF && nlisted <= c->nbufs;
+         i = c->bufs[i].dnext, nlisted++)
+        assert(c->desc[i].state == UBJ_BUF_DIRTY);
+    assert(nlisted == ndirty);   /* the dirty list holds exactly the DIRTY */
     return true;
 }
 #endif
@@ -336,6 +342,28 @@ static inline bool cache_is_frozen(uint32_t st)
     return st == UBJ_BUF_FROZEN || st == UBJ_BUF_FROZEN_OLD;
 }
 
+/* cache_dirty_link -- b became DIRTY: put it on the dirty list. */
+static void cache_dirty_link(struct ubj_cache *c, struct ubj_buf *b)
+{
+    b->dprev = UBJ_NOBUF;
+    b->dnext = c->dirty_head;
+    if (c->dirty_head != UBJ_NOBUF)
+        c->bufs[c->dirty_head].dprev = b->idx;
+    c->dirty_head = b->idx;
+}
+
+/* cache_dirty_unlink -- b stopped being DIRTY: take it off the list. */
+static void cache_dirty_unlink(struct ubj_cache *c, struct ubj_buf *b)
+{
+    if (b->dprev != UBJ_NOBUF)
+        c->bufs[b->dprev].dnext = b->dnext;
+    else
+        c->dirty_head = b->dnext;
+    if (b->dnext != UBJ_NOBUF)
+        c->bufs[b->dnext].dprev = b->dprev;
+    b->dnext = b->dprev = UBJ_NOBUF;
+}
+
 /*
  * cache_set_state_locked -- the one place a descriptor's state changes:
  * check the edge, keep the counts, and on FREE detach the buffer (GONE if
@@ -348,6 +376,10 @@ static void cache_set_state_locked(struct ubj_cache *c, struct ubj_buf *b,
     uint32_t old = d->state;
     assert(cache_transition_ok(old, (uint32_t)st));
     c->stats.dirty += (st == UBJ_BUF_DIRTY) - (old == UBJ_BUF_DIRTY);
+    if (st == UBJ_BUF_DIRTY && old != UBJ_BUF_DIRTY)
+        cache_dirty_link(c, b);
+    else if (st != UBJ_BUF_DIRTY && old == UBJ_BUF_DIRTY)
+        cache_dirty_unlink(c, b);
     c->stats.frozen += cache_is_frozen(st) - cache_is_frozen(old);
     d->txid = txid;
     d->state = (uint32_t)st;
@@ -571,11 +603,13 @@ static void cache_init_bufs(struct ubj_cache *c, bool descs)
     for (uint32_t i = 0; i < c->nbufs; i++) {
         c->bufs[i] = (struct ubj_buf){
             .idx = i, .hash_next = UBJ_NOBUF,
+            .dnext = UBJ_NOBUF, .dprev = UBJ_NOBUF,
             .d = &c->desc[i], .data = c->data + (size_t)i * CACHE_BS,
         };
     }
     for (uint32_t k = 0; k < c->nbuckets; k++)
         c->buckets[k] = UBJ_NOBUF;
+    c->dirty_head = UBJ_NOBUF;
 }
 
 /* cache_alloc_arrays -- allocate what the caller did not supply. */
@@ -894,9 +928,9 @@ static uint32_t cache_wb_collect_locked(struct ubj_cache *c, unsigned flags)
 {
     for (;;) {
         bool waited = false;
-        for (uint32_t i = 0; i < c->nbufs && !waited; i++) {
-            struct ubj_buf *b = &c->bufs[i];
-            if (b->d->state == UBJ_BUF_DIRTY && b->io_busy) {
+        for (uint32_t i = c->dirty_head; i != UBJ_NOBUF && !waited;
+             i = c->bufs[i].dnext) {
+            if (c->bufs[i].io_busy) {
                 pthread_cond_wait(&c->io_cv, &c->lock);
                 waited = true;
             }
@@ -905,10 +939,9 @@ static uint32_t cache_wb_collect_locked(struct ubj_cache *c, unsigned flags)
             break;
     }
     uint32_t n = 0;
-    for (uint32_t i = 0; i < c->nbufs; i++) {
+    for (uint32_t i = c->dirty_head; i != UBJ_NOBUF; i = c->bufs[i].dnext) {
         struct ubj_buf *b = &c->bufs[i];
-        if (b->d->state != UBJ_BUF_DIRTY)
-            continue;
+        assert(b->d->state == UBJ_BUF_DIRTY);
         if ((b->flags & UBJ_BUF_PINNED) && !(flags & UBJ_WB_PINNED))
             continue;
         b->io_busy = 1;

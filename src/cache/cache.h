@@ -81,6 +81,7 @@ struct ubj_buf {
     uint32_t refcnt;       /* [c->lock] */
     uint32_t flags;        /* [c->lock] UBJ_BUF_* */
     uint32_t hash_next;    /* [c->lock] chain of the block hash, UBJ_NOBUF */
+    uint32_t dnext, dprev; /* [c->lock] the list of DIRTY buffers, UBJ_NOBUF */
     uint8_t  referenced;   /* [c->lock] CLOCK bit */
     uint8_t  io_busy;      /* [c->lock] being read or written */
     struct ubj_bufdesc *d; /* == &c->desc[idx] */
