@@ -527,10 +527,14 @@ int bh_fs_error(struct bh_run *r, int rc, const char *what)
 
 /* ---- the timed phase ----------------------------------------------------- */
 
-/* run_charge_nvm -- add the NVM model's new time to the clock. */
+/* run_charge_nvm -- add the NVM model's new time to the clock, when the
+ * device has no timed model: with one, the NVM model runs on the model's
+ * clock (ubj_mode_prepare) and its time has passed already. */
 static void run_charge_nvm(struct bh_run *r)
 {
     struct ubj_fs_stats st;
+    if (r->model != NULL)
+        return;
     ubj_fs_stats_get(r->fs, &st);
     if (st.nvm_model_ns > r->nvm_seen) {
         ubj_clock_advance(r->clock, st.nvm_model_ns - r->nvm_seen);

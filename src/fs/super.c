@@ -1107,7 +1107,7 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
     if (rc < 0)
         return rc;
     if (ops->prepare)
-        rc = ops->prepare(cfg, fs->sb.uuid, fs->dev->nblocks, &cc, &marg);
+        rc = ops->prepare(cfg, fs->sb.uuid, fs->dev, &cc, &marg);
     else if (cfg && cfg->nvm_path)
         rc = ubj_set_error(-EINVAL, "mount: mode %s takes no NVM region "
                            "(--nvm is for mode ubj)", ops->name);

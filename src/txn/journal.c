@@ -1255,10 +1255,10 @@ static int jnl_reclaim(struct ubj_txn *t)
 
 /* jnl_prepare -- before the cache exists: note a read-only mount. */
 static int jnl_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
-                       uint64_t dev_nblocks, struct ubj_cache_config *cc, void **arg)
+                       struct ubj_bdev *dev, struct ubj_cache_config *cc, void **arg)
 {
     (void)uuid;
-    (void)dev_nblocks;
+    (void)dev;
     (void)cc;
     if (cfg != NULL && cfg->nvm_path != NULL)
         return ubj_set_error(-EINVAL, "mount: the journal modes take no NVM "

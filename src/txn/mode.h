@@ -67,13 +67,14 @@ struct ubj_mode_ops {
     /*
      * Optional (NULL: nothing to prepare).  Called by mount before the
      * cache exists, with the mount's config (may be NULL), the image's
-     * uuid and size: the mode may supply the cache's memory and size in
+     * uuid and device (its size; a timed model's clock, which UBJ's NVM
+     * cost model shares): the mode may supply the cache's memory and size in
      * *cc (UBJ: its NVM region) and an argument that mount finds in
      * t->arg and release() gets after the cache is destroyed.  0 or
      * -errno with the message set.
      */
     int (*prepare)(const struct ubj_config *cfg, const uint8_t uuid[16],
-                   uint64_t dev_nblocks, struct ubj_cache_config *cc,
+                   struct ubj_bdev *dev, struct ubj_cache_config *cc,
                    void **arg);
     /* Optional: free what prepare() made (after the cache is gone). */
     void (*release)(void *arg);

@@ -71,7 +71,7 @@ struct ubj_prep {
 /* The mode's prepare/release (ubj_recovery.c): attach the region named by
  * the mount config and hand its arrays to the cache. */
 int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
-                     uint64_t dev_nblocks, struct ubj_cache_config *cc,
+                     struct ubj_bdev *dev, struct ubj_cache_config *cc,
                      void **arg);
 void ubj_mode_release(void *arg);
 

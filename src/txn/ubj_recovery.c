@@ -259,12 +259,14 @@ int ubj_region_probe(const char *path, uint64_t *id, int64_t *pending)
 
 /* ---- the mode's prepare / release ---------------------------------------- */
 
-/* ubj_mode_prepare -- attach the mount's region; the cache lives in it. */
+/* ubj_mode_prepare -- attach the mount's region; the cache lives in it.
+ * Its NVM cost model (nvm_profile) runs on the clock of the device's
+ * timed model, if there is one: NVM time then passes on the same clock as
+ * the device's (slept on a real clock, added on a virtual one). */
 int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
-                     uint64_t dev_nblocks, struct ubj_cache_config *cc,
+                     struct ubj_bdev *dev, struct ubj_cache_config *cc,
                      void **arg)
 {
-    (void)dev_nblocks;
     if (cfg == NULL || cfg->nvm_path == NULL || cfg->nvm_path[0] == '\0')
         return ubj_set_error(-EINVAL, "mount: mode ubj needs an NVM region "
                              "(nvm_path; --nvm PATH)");
@@ -281,7 +283,9 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
         return rc;
     if (cfg->nvm_profile != NULL) {
         struct ubj_nvm_model *m;
-        rc = ubj_nvm_model_create(cfg->nvm_profile, NULL, &m);
+        struct ubj_bdev *md = dev ? ubj_model_find(dev) : NULL;
+        rc = ubj_nvm_model_create(cfg->nvm_profile,
+                                  md ? ubj_model_clock(md) : NULL, &m);
         if (rc < 0) {
             ubj_nvm_close(r);
             return rc;   /* the model's message names the profile */
