@@ -82,6 +82,7 @@ struct ubj_bdev {
     uint64_t nblocks;         /* device size in blocks */
     struct ubj_bdev *lower;   /* wrapped device, owned; NULL for a leaf */
     struct ubj_bdev_stats stats; /* [atomic] */
+    uint32_t mounted;         /* [atomic] 1 while a ubj_mount holds it */
 };
 
 /* ---- dispatch (src/dev/bdev.c) ---------------------------------------- */
@@ -212,12 +213,14 @@ enum ubj_rec_keep {
     UBJ_REC_DROP = 0,     /* nothing of it reached the medium */
     UBJ_REC_WHOLE = 1,    /* all of it */
     UBJ_REC_PREFIX = 2,   /* its first `sectors` 512-byte sectors */
+    UBJ_REC_SUFFIX = 4,   /* its last `sectors` sectors (a device that
+                             wrote a multi-block request out of order) */
     UBJ_REC_SECTORS = 3,  /* each 512-byte sector kept or not, pseudo-randomly
                              from `seed` (a device reordering inside a write) */
 };
 struct ubj_rec_choice {
     uint32_t keep;        /* enum ubj_rec_keep */
-    uint32_t sectors;     /* UBJ_REC_PREFIX */
+    uint32_t sectors;     /* UBJ_REC_PREFIX, UBJ_REC_SUFFIX */
     uint64_t seed;        /* UBJ_REC_SECTORS */
 };
 

@@ -120,7 +120,9 @@ struct ubj_fs;
  * own: destroy it after ubj_unmount).  cfg may be NULL for defaults.
  * Returns 0 and *out, or -EINVAL (bad config, unknown mode), -EUCLEAN
  * (corrupt or foreign image: bad magic, checksum, geometry), -EFBIG (image
- * larger than the device: truncated), -EROFS, -ENOMEM, -EIO.  The message
+ * larger than the device: truncated), -EBUSY (`dev` is mounted already:
+ * one mount per device object; a second process is kept out by opening
+ * the image with UBJ_BDEV_EXCL), -EROFS, -ENOMEM, -EIO.  The message
  * names the problem in one line.
  */
 int ubj_mount(struct ubj_bdev *dev, const struct ubj_config *cfg,

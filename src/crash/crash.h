@@ -45,6 +45,11 @@ enum cx_opkind {
 #define CX_PATH_MAX 64u
 #define CX_MAX_OPS 64u
 #define CX_MAX_FILE (256u * 1024u)   /* bytes a workload may make a file */
+#define CX_MAX_WRITE (64u * 1024u)   /* bytes of one write or append: one
+                                        transaction (ubj_pwrite commits a
+                                        larger one in pieces of max(64 KiB,
+                                        an eighth of the cache); a crash may
+                                        keep a prefix, as ext4's) */
 
 struct cx_op {
     enum cx_opkind kind;

@@ -222,11 +222,44 @@ void cx_config_default(struct cx_config *c)
     c->timeout_s = 60;
 }
 
+/* ex_op_hash -- fold one operation into h (its fields, not its padding). */
+static uint32_t ex_op_hash(uint32_t h, const struct cx_op *op)
+{
+    uint64_t nums[4] = { (uint64_t)op->kind, op->off, op->len, (uint64_t)op->keep_size };
+    h = ubj_crc32c(h, nums, sizeof nums);
+    h = ubj_crc32c(h, op->a, strlen(op->a) + 1);
+    return ubj_crc32c(h, op->b, strlen(op->b) + 1);
+}
+
+/* ex_workload_hash -- a hash of the workload's operations: the random
+ * states depend on what the workload is, not on its name, so that a
+ * reproducer file replays the crash point it records. */
+static uint32_t ex_workload_hash(const struct cx_workload *w)
+{
+    uint32_t h = 0;
+    for (unsigned i = 0; i < w->nsetup; i++)
+        h = ex_op_hash(h, &w->setup[i]);
+    h = ubj_crc32c(h, "begin", 5);
+    for (unsigned i = 0; i < w->nops; i++)
+        h = ex_op_hash(h, &w->ops[i]);
+    return h;
+}
+
+/* ex_now -- the file system's clock in an exploration: one fixed time
+ * (2026-01-01), so that timestamps and relatime's choices -- and with them
+ * the writes, stores and crash states -- are the same run after run. */
+static void ex_now(void *ctx, struct timespec *ts)
+{
+    (void)ctx;
+    ts->tv_sec = 1767225600;
+    ts->tv_nsec = 0;
+}
+
 /* ex_mount_cfg -- the mount configuration of mode M on region `path`. */
 static struct ubj_config ex_mount_cfg(const struct ex *x, const char *path, unsigned nf)
 {
     struct ubj_config c = { .mode = x->cfg->mode, .cache_blocks = x->cfg->cache,
-                            .flags = UBJ_MOUNT_NO_TIMER };
+                            .flags = UBJ_MOUNT_NO_TIMER, .now = ex_now };
     if (x->ubj) {
         c.nvm_path = path;
         c.nvm_flags = nf;
@@ -313,6 +346,7 @@ static int ex_base(struct ex *x)
                 strcmp(x->cfg->mode, UBJ_MODE_WRITEBACK) == 0;
     struct ubj_format_opts fo = { .mode = x->cfg->mode, .flags = UBJ_FORMAT_ZEROED,
                                   .journal_blocks = jmode ? 64 : 0 };
+    memcpy(fo.uuid, "ubjfs-crashtest!", 16);   /* reproducible (hash seed) */
     rc = ubj_format(dev, &fo);
     struct ubj_config mc = ex_mount_cfg(x, x->reg_run, UBJ_NVM_FORMAT);
     if (x->ubj)
@@ -672,6 +706,8 @@ static int ex_vec_add(struct ex_vecs *s, const struct ubj_rec_choice *v, const c
     }
     memcpy(s->v + s->nvec * s->c, v, s->c * sizeof *v);
     snprintf(s->desc[s->nvec++], 96, "%s", desc);
+    if (getenv("UBJ_TRACE_CRASH"))   /* debugging aid: every device state */
+        fprintf(stderr, "cx: state: %s\n", desc);
     return 0;
 }
 
@@ -686,7 +722,10 @@ static uint32_t ex_sectors(struct ubj_bdev *rec, uint64_t i)
 /*
  * ex_vecs_make -- the device states of epoch e (writes first..first+c):
  * prefixes (all when `all_prefixes`, else none and all), torn prefixes,
- * subsets (every one when c <= k, else samples random).
+ * all writes but one (lost whole, or torn at random sectors), a
+ * multi-block write of which only the first or the last block arrived
+ * (the others all did), subsets
+ * (every one when c <= k, else samples random).
  */
 static int ex_vecs_make(struct ex *x, struct ubj_bdev *rec, uint64_t first, uint64_t c,
                         int all_prefixes, struct ex_vecs *s)
@@ -730,6 +769,31 @@ static int ex_vecs_make(struct ex *x, struct ubj_bdev *rec, uint64_t first, uint
                  "(seed %llu)", (unsigned long long)p + 1, (unsigned long long)v[p].seed);
         rc = ex_vec_add(s, v, d);
         v[p].seed = 0;
+        if (rc == 0) {   /* ... and the same write lost whole (reordered) */
+            v[p].keep = UBJ_REC_DROP;
+            snprintf(d, sizeof d, "every write but %llu", (unsigned long long)p + 1);
+            rc = ex_vec_add(s, v, d);
+        }
+    }
+    for (unsigned t = 0; rc == 0 && t < torn && c > 0; t++) {  /* only the end */
+        uint64_t p = c <= x->cfg->samples ? t : ex_rand(&x->rng) % c;
+        uint32_t ns = ex_sectors(rec, first + p);
+        if (ns <= 8)
+            continue;   /* one block: the torn prefixes cover it */
+        for (uint64_t i = 0; i < c; i++)
+            v[i].keep = UBJ_REC_WHOLE;
+        v[p].keep = UBJ_REC_SUFFIX;
+        v[p].sectors = 8;
+        snprintf(d, sizeof d, "every write, but of write %llu only its last block "
+                 "(of %u sectors)", (unsigned long long)p + 1, ns);
+        rc = ex_vec_add(s, v, d);
+        v[p].keep = UBJ_REC_PREFIX;   /* ... or only its first (a log's
+                                         descriptor without its blocks) */
+        snprintf(d, sizeof d, "every write, but of write %llu only its first block "
+                 "(of %u sectors)", (unsigned long long)p + 1, ns);
+        if (rc == 0)
+            rc = ex_vec_add(s, v, d);
+        v[p].sectors = 0;
     }
     if (c > 0 && c <= x->cfg->k) {
         for (uint64_t m = 1; rc == 0 && m + 1 < (1ull << c); m++) {
@@ -1135,7 +1199,7 @@ int cx_explore(const struct cx_config *cfg, const struct cx_workload *w,
     x->ubj = strcmp(cfg->mode, UBJ_MODE_UBJ) == 0;
     x->data = strcmp(cfg->mode, UBJ_MODE_ORDERED) == 0 ? CX_DATA_ORDERED
             : strcmp(cfg->mode, UBJ_MODE_WRITEBACK) == 0 ? CX_DATA_ANY : CX_DATA_EXACT;
-    x->rng = cfg->seed ^ ubj_crc32c(0, w->name, strlen(w->name)) ^
+    x->rng = cfg->seed ^ ex_workload_hash(w) ^
              ((uint64_t)ubj_crc32c(7, cfg->mode, strlen(cfg->mode)) << 32);
     ex_paths(x);
     ubj_ubj_test_limits(250, 300);       /* commits and checkpoints often */

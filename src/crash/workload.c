@@ -36,10 +36,12 @@ static const char *const wl_args[CX_NOPKINDS] = {
 static int wl_number(const char *s, uint64_t *out)
 {
     char *end;
+    if (*s < '0' || *s > '9')
+        return -EINVAL;   /* no sign, no space: strtoull would take them */
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return -EINVAL;
+    if (errno != 0 || end == s || v > CX_MAX_FILE)
+        return -EINVAL;   /* (checked before the K: no wrap-around) */
     if (*end == 'K' || *end == 'k') {
         v *= 1024;
         end++;
@@ -96,6 +98,9 @@ static int wl_parse_op(char **word, int nw, struct cx_op *op, const char **why)
         return *why = "xattr values up to 1K", -EINVAL;
     if ((k == CX_WRITE || k == CX_FALLOCATE) && op->off + op->len > CX_MAX_FILE)
         return *why = "beyond 256K", -EINVAL;
+    if ((k == CX_WRITE || k == CX_APPEND) && op->len > CX_MAX_WRITE)
+        return *why = "one write up to 64K (a larger one commits in several "
+                      "transactions: docs/GUARANTEES.md, G3)", -EINVAL;
     return 0;
 }
 
@@ -169,6 +174,10 @@ int cx_workload_load(const char *path, struct cx_workload *w)
         return ubj_set_error(-EINVAL, "%s: unreadable or larger than 64K", path);
     }
     buf[n] = '\0';
+    if (memchr(buf, '\0', n) != NULL) {
+        free(buf);
+        return ubj_set_error(-EINVAL, "%s: not a text file (a NUL byte)", path);
+    }
     const char *base = strrchr(path, '/');
     int rc = cx_workload_parse(buf, base ? base + 1 : path, w);
     free(buf);

@@ -417,11 +417,13 @@ static int rec_put_originals(struct rec_bdev *r, struct ubj_bdev *target)
     return 0;
 }
 
-/* rec_sector_kept -- choice c keeps sector s of its write. */
-static bool rec_sector_kept(const struct ubj_rec_choice *c, uint64_t s)
+/* rec_sector_kept -- choice c keeps sector s of its write of n sectors. */
+static bool rec_sector_kept(const struct ubj_rec_choice *c, uint64_t s, uint64_t n)
 {
     if (c->keep == UBJ_REC_PREFIX)
         return s < c->sectors;
+    if (c->keep == UBJ_REC_SUFFIX)
+        return s + c->sectors >= n;
     uint64_t x = c->seed + (s + 1) * 0x9E3779B97F4A7C15ull;   /* splitmix64 */
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
@@ -436,7 +438,8 @@ static int rec_apply(struct rec_bdev *r, uint64_t i, const struct ubj_rec_choice
     const uint8_t *src = rec_store_block(&r->data, w->chunk, w->at);
     if (c == NULL || c->keep == UBJ_REC_WHOLE)
         return ubj_bdev_write(target, w->blkno, w->count, src);
-    if (c->keep != UBJ_REC_PREFIX && c->keep != UBJ_REC_SECTORS)
+    if (c->keep != UBJ_REC_PREFIX && c->keep != UBJ_REC_SECTORS &&
+        c->keep != UBJ_REC_SUFFIX)
         return 0;   /* dropped */
     const uint32_t per = REC_BS / REC_SECTOR;
     for (uint32_t k = 0; k < w->count; k++) {
@@ -445,7 +448,7 @@ static int rec_apply(struct rec_bdev *r, uint64_t i, const struct ubj_rec_choice
             return rc;
         bool any = false;
         for (uint32_t s = 0; s < per; s++) {
-            if (!rec_sector_kept(c, (uint64_t)k * per + s))
+            if (!rec_sector_kept(c, (uint64_t)k * per + s, (uint64_t)w->count * per))
                 continue;
             memcpy(buf + s * REC_SECTOR, src + (size_t)k * REC_BS + s * REC_SECTOR,
                    REC_SECTOR);

@@ -1173,9 +1173,13 @@ int ubj_mount(struct ubj_bdev *dev, const struct ubj_config *cfg,
     int rc = super_config_check(dev, cfg, out);
     if (rc < 0)
         return rc;
+    if (__atomic_exchange_n(&dev->mounted, 1u, __ATOMIC_ACQ_REL) != 0)
+        return ubj_set_error(-EBUSY, "mount: the device is already mounted");
     rc = super_fs_new(dev, cfg, &fs);
-    if (rc < 0)
+    if (rc < 0) {
+        __atomic_store_n(&dev->mounted, 0u, __ATOMIC_RELEASE);
         return rc;
+    }
     rc = super_read_raw(dev, &fs->sb);
     if (rc < 0)
         goto fail;
@@ -1213,6 +1217,7 @@ int ubj_mount(struct ubj_bdev *dev, const struct ubj_config *cfg,
     return 0;
 fail:
     super_fs_free(fs);
+    __atomic_store_n(&dev->mounted, 0u, __ATOMIC_RELEASE);
     return rc;
 }
 
@@ -1266,7 +1271,9 @@ int ubj_unmount(struct ubj_fs *fs)
     if (first == 0)
         first = rc;
     pthread_mutex_unlock(&fs->lock);
+    struct ubj_bdev *dev = fs->dev;
     super_fs_free(fs);
+    __atomic_store_n(&dev->mounted, 0u, __ATOMIC_RELEASE);
     return first;
 }
 

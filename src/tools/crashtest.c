@@ -68,7 +68,11 @@ static void ct_usage(void)
            "  -v, --verbose    print every failing state\n"
            "      --help       print this help\n\n"
            "Exit status: 0 no failure; 1 failures (or the exploration could not\n"
-           "run); 2 usage error.\n", tools_prog, cx_break_names());
+           "run); 2 usage error (also a workload file that does not parse).\n"
+           "A state that hangs longer than --timeout (0: no watchdog) aborts the\n"
+           "run (status 134) after printing its description.\n"
+           "Set UBJ_TRACE_CRASH=1 to print every device state explored.\n",
+           tools_prog, cx_break_names());
 }
 
 /* ct_num -- parse a decimal option value. */
@@ -220,6 +224,25 @@ static int ct_mode(const struct ct_opts *o, const char *mode, struct ct_mode_sum
     return bad;
 }
 
+/* ct_check_files -- every --workload file loads and parses, before any
+ * mode runs.  0, or the usage exit status (the error reported once). */
+static int ct_check_files(const struct ct_opts *o)
+{
+    struct cx_workload *w = malloc(sizeof *w);
+    if (w == NULL) {
+        tools_err("out of memory");
+        return TOOLS_EXIT_ERR;
+    }
+    int ret = 0;
+    for (unsigned i = 0; i < o->nfiles && ret == 0; i++) {
+        int rc = cx_workload_load(o->files[i], w);
+        if (rc < 0)
+            ret = tools_usage_err("%s", tools_libmsg(rc));
+    }
+    free(w);
+    return ret;
+}
+
 /* ct_parse -- the options into *o.  0, or an exit status. */
 static int ct_parse(int argc, char **argv, struct ct_opts *o)
 {
@@ -310,6 +333,9 @@ int tools_crashtest_main(int argc, char **argv)
     uint64_t total = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    int frc = ct_check_files(&o);
+    if (frc != 0)
+        return frc;
     for (unsigned i = 0; i < o.nmodes; i++) {
         struct ct_mode_sum sum = { .workloads = 0 };
         struct timespec a, b;

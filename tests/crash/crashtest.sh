@@ -16,8 +16,9 @@ run 2 "$UBJ_TOOL" crashtest --break bogus
 run 2 "$UBJ_TOOL" crashtest --k 99
 run 2 "$UBJ_TOOL" crashtest extra-arg
 printf 'write /f 3 16\n' >"$tmp/bad.wl"
-run 1 "$UBJ_TOOL" crashtest --workload "$tmp/bad.wl"
+run 2 "$UBJ_TOOL" crashtest --workload "$tmp/bad.wl"
 grep -q "bad.wl:1: write" "$tmp/err" || fail "no line number for a bad workload: $(cat "$tmp/err")"
+[ "$(grep -c "bad.wl" "$tmp/err")" -eq 1 ] || fail "a bad workload reported more than once: $(cat "$tmp/err")"
 
 # --- the workload files: no failure in the consistent modes ------------------
 args=()
