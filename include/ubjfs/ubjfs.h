@@ -446,7 +446,8 @@ int ubj_fallocate(struct ubj_fs *fs, ubj_ino_t ino, int mode, off_t off,
  * ubj_path_lookup -- resolve an absolute path ("/a/b"; "/" is the root;
  * repeated '/' allowed) following symlinks in every component but the last
  * when UBJ_PATH_NOFOLLOW.  Returns 0 and *st; -ENOENT; -ENOTDIR; -ELOOP
- * (more than 40 symlinks); -ENAMETOOLONG; -EINVAL (relative path).
+ * (more than 40 symlinks); -ENAMETOOLONG; -EINVAL (relative path); -ENOENT for "" (as
+ * Linux's path walk).
  */
 int ubj_path_lookup(struct ubj_fs *fs, const char *path, unsigned flags,
                     struct ubj_stat *st);

@@ -1108,9 +1108,10 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
         return rc;
     if (ops->prepare)
         rc = ops->prepare(cfg, fs->sb.uuid, fs->dev, &cc, &marg);
-    else if (cfg && cfg->nvm_path)
+    else if (cfg && (cfg->nvm_path || cfg->nvm_size || cfg->nvm_flags ||
+                     cfg->nvm_profile))
         rc = ubj_set_error(-EINVAL, "mount: mode %s takes no NVM region "
-                           "(--nvm is for mode ubj)", ops->name);
+                           "(--nvm and its options are for mode ubj)", ops->name);
     if (rc < 0)
         return rc;
     if (strcmp(ops->name, UBJ_MODE_UBJ) == 0) {

@@ -349,6 +349,7 @@ int ubj_nvm_format(const char *path, const struct ubj_nvm_layout *l,
     if (ubj_nvm_layout_for(l->nbufs, 0, &chk) < 0 || chk.size != l->size ||
         chk.data_off != l->data_off)
         return ubj_set_error(-EINVAL, "nvm: inconsistent layout to format");
+    bool existed = access(path, F_OK) == 0;
     int rc = nvm_lock_open(path, false, true, &r);
     if (rc < 0)
         return rc;
@@ -364,6 +365,8 @@ int ubj_nvm_format(const char *path, const struct ubj_nvm_layout *l,
     }
     if (rc < 0) {
         nvm_free(r);
+        if (!existed)
+            (void)unlink(path);   /* leave no half-made region behind */
         return rc;
     }
     *out = r;

@@ -1260,9 +1260,10 @@ static int jnl_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
     (void)uuid;
     (void)dev;
     (void)cc;
-    if (cfg != NULL && cfg->nvm_path != NULL)
+    if (cfg != NULL && (cfg->nvm_path != NULL || cfg->nvm_size || cfg->nvm_flags ||
+                        cfg->nvm_profile != NULL))
         return ubj_set_error(-EINVAL, "mount: the journal modes take no NVM "
-                             "region (--nvm is for mode ubj)");
+                             "region (--nvm and its options are for mode ubj)");
     *arg = cfg != NULL && (cfg->flags & UBJ_MOUNT_RDONLY) ? &jnl_rdonly_token : NULL;
     return 0;
 }
