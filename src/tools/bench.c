@@ -489,22 +489,10 @@ static int bench_check_file(const struct bench_args *a, bool *created)
  * ram) under model layers.  -1 to go on, else an exit code. */
 static int bench_parse_device(struct bench_args *a, const char *spec)
 {
-    const char *leaf;
-    free(a->models);
-    int rc = tools_dev_split(spec, &a->models, &leaf);
-    if (rc == -ENOMEM) {
-        tools_err("out of memory");
-        return TOOLS_EXIT_ERR;
-    }
-    if (rc < 0)
-        return tools_usage_err("invalid --device '%s' (ram, file:PATH, or model "
-                               "layers over them, e.g. nand:slc@ram)", spec);
-    a->spec = spec;
-    a->file = leaf != NULL && strncmp(leaf, "file:", 5) == 0 ? leaf + 5 : NULL;
-    rc = tools_dev_trial(a->models);
-    if (rc < 0)
-        return tools_usage_err("invalid --device '%s': %s", spec, tools_libmsg(rc));
-    return -1;
+    int ret = tools_dev_parse(spec, &a->models, &a->file);
+    if (ret < 0)
+        a->spec = spec;
+    return ret;
 }
 
 /* bench_parse_more -- the options added for device models and mode ubj.

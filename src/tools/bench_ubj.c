@@ -131,22 +131,10 @@ static int bu_parse_model(struct bu_args *a, int c, const char *arg)
         a->clock = strcmp(arg, "real") == 0 ? UBJ_CLOCK_REAL : UBJ_CLOCK_VIRTUAL;
         return -1;
     }
-    const char *leaf;
-    free(a->models);
-    int rc = tools_dev_split(arg, &a->models, &leaf);
-    if (rc == -ENOMEM) {
-        tools_err("out of memory");
-        return TOOLS_EXIT_ERR;
-    }
-    if (rc < 0)
-        return tools_usage_err("invalid --device '%s' (ram, file:PATH, or model "
-                               "layers over them, e.g. nand:slc@ram)", arg);
-    rc = tools_dev_trial(a->models);
-    if (rc < 0)
-        return tools_usage_err("invalid --device '%s': %s", arg, tools_libmsg(rc));
-    a->spec = arg;
-    a->file = leaf != NULL && strncmp(leaf, "file:", 5) == 0 ? leaf + 5 : NULL;
-    return -1;
+    int ret = tools_dev_parse(arg, &a->models, &a->file);
+    if (ret < 0)
+        a->spec = arg;
+    return ret;
 }
 
 /* bu_parse -- options into *a.  -1 to go on, else an exit code. */

@@ -58,6 +58,27 @@ int tools_dev_split(const char *spec, char **models, const char **leaf)
     return 0;
 }
 
+/* tools_dev_parse -- split, try and take the file leaf of a --device. */
+int tools_dev_parse(const char *spec, char **models, const char **file)
+{
+    const char *leaf;
+    free(*models);
+    *models = NULL;
+    int rc = tools_dev_split(spec, models, &leaf);
+    if (rc == -ENOMEM) {
+        tools_err("out of memory");
+        return TOOLS_EXIT_ERR;
+    }
+    if (rc < 0)
+        return tools_usage_err("invalid --device '%s' (ram, file:PATH, or model "
+                               "layers over them, e.g. nand:slc@ram)", spec);
+    rc = tools_dev_trial(*models);
+    if (rc < 0)
+        return tools_usage_err("invalid --device '%s': %s", spec, tools_libmsg(rc));
+    *file = leaf != NULL && strncmp(leaf, "file:", 5) == 0 ? leaf + 5 : NULL;
+    return -1;
+}
+
 /* tools_dev_trial -- open the model layers over a small RAM device and
  * close them again: a bad layer or profile is caught up front.  0, or the
  * error (ubj_errormsg() says which layer). */

@@ -193,6 +193,12 @@ void tools_uuid_string(const uint8_t uuid[16], char out[37]);
  * layer, a leaf not last, "file:" without a path); -ENOMEM. */
 int tools_dev_split(const char *spec, char **models, const char **leaf);
 
+/* tools_dev_parse -- a benchmark's --device SPEC: split it (*models,
+ * malloc'd, replacing the old one), try the model layers, and set *file to
+ * the path of a file: leaf (or NULL).  -1 to go on, else an exit code
+ * (usage errors reported). */
+int tools_dev_parse(const char *spec, char **models, const char **file);
+
 /* tools_dev_trial -- open `models` over a small RAM device and close it
  * again.  0, or the error (ubj_errormsg() names the layer). */
 int tools_dev_trial(const char *models);
