@@ -183,16 +183,19 @@ void tools_bout_mean(const struct tools_bout_ratio *r, size_t n, struct tools_bo
 
 /* bout_ratio_cell -- "1.850 (+85%)" into buf, or "-" when v is unusable;
  * small ratios keep 3 significant digits ("0.00412 (-99.59%)") so that
- * nothing but a true 0 reads as -100%. */
+ * nothing but a true 0 reads as -100%, and a change under 0.5% keeps a
+ * decimal ("0.997 (-0.3%)", never "-0%"). */
 static void bout_ratio_cell(double v, char *buf, size_t len)
 {
     double pct = (v - 1.0) * 100.0;
     if (!bout_usable(v))
         snprintf(buf, len, "-");
-    else if (v >= 0.01)
-        snprintf(buf, len, "%.3f (%+.0f%%)", v, pct);
-    else
+    else if (v < 0.01)
         snprintf(buf, len, "%.3g (%+.2f%%)", v, pct);
+    else if (fabs(pct) < 0.5)
+        snprintf(buf, len, "%.3f (%+.1f%%)", v, pct);
+    else
+        snprintf(buf, len, "%.3f (%+.0f%%)", v, pct);
 }
 
 /* bout_ratio_line -- one line of the ratio table. */

@@ -11,7 +11,7 @@
  * RFC 4180 quoting of a device spec with a comma; the JSON has the schema,
  * every result field, escaped strings and null for a non-finite number,
  * the config's default procs as null and the "requested" values; a tiny
- * ratio keeps its digits (0.004 is not "-100%"); the table says that
+ * ratio keeps its digits (0.004 is not "-100%", 0.997 not "-0%"); the table says that
  * ckpt_MiB is part of data + meta; the plots (when gnuplot is installed)
  * are non-empty SVG files, the data files mark a missing run with '?', the
  * bytes plot stacks data + metadata + journal only (checkpoint drawn
@@ -169,6 +169,13 @@ static void t_ratio_table(void **state)
     t_mem_close(&m);
     assert_non_null(strstr(m.buf, "0.004 (-99.60%)"));
     assert_null(strstr(m.buf, "(-100%)"));
+    free(m.buf);
+    v[2].r.ops_per_s = 99.7;   /* postmark ssd: ubj/ordered 0.997 is -0.3%, not -0% */
+    t_mem_open(&m);
+    assert_int_equal(tools_bout_ratio_table(m.f, v, n, "ubj", dens, 2), 0);
+    t_mem_close(&m);
+    assert_non_null(strstr(m.buf, "0.997 (-0.3%)"));
+    assert_null(strstr(m.buf, "-0%"));
     free(m.buf);
     t_mem_open(&m);     /* no ubj rows: nothing at all */
     assert_int_equal(tools_bout_ratio_table(m.f, v, 2, "ubj", dens, 2), 0);
