@@ -105,7 +105,11 @@ struct bh_result {
     uint64_t lat_mean_ns, lat_p50_ns, lat_p99_ns, lat_max_ns;
                                  /* response time of one transaction */
     uint64_t bytes_data, bytes_metadata, bytes_journal, bytes_checkpoint;
-                                 /* storage bytes written, by category */
+                                 /* storage bytes written, by category:
+                                    data + metadata + journal = all; the
+                                    checkpoint bytes are a part of data +
+                                    metadata (home writes of committed
+                                    blocks), not an addition */
     uint64_t bytes_device;       /* the device's own count (all categories) */
     uint64_t nvm_bytes;          /* bytes persisted to the NVM region */
     uint64_t dev_flushes;        /* flush requests to the device */
