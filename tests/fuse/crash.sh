@@ -6,12 +6,14 @@
 # what was acknowledged.  Then: (mode ubj) fsck of the image + NVM region
 # pair is clean; the remount recovers; PRAGMA integrity_check is ok; every
 # acknowledged transaction is there whole and no transaction is there in
-# part; every acknowledged record is there, intact and in order; after a
+# part (one exception, proven from a trace of sqlite3's system calls
+# before it is allowed: check_sql); every acknowledged record is there,
+# intact and in order; after a
 # clean unmount fsck is clean.  Run for each built mode that promises
 # crash consistency (ubj, ordered, journal); skipped while none is built:
 # mode none gives no guarantee after a crash.
 . "$(dirname "$0")/fuselib.bash"
-fl_need sqlite3 dd
+fl_need sqlite3 dd strace
 fl_init
 modes=$(fl_crash_modes)
 [ -n "$modes" ] || fl_skip "no crash-consistent mode (ubj, ordered, journal) is built yet"
@@ -53,18 +55,37 @@ appender() {
   done
 }
 
-# check_sql DB ACKFILE -- integrity, and whole acknowledged transactions
+# check_sql DB ACKFILE JOURNAL TRACE -- integrity, and whole acknowledged
+# transactions.  One exception, and only when the trace proves it: in
+# rollback-journal mode sqlite3 acknowledges a commit whose directory sync
+# it could not start because the daemon had died (fl_sqlite_dirsync_gap);
+# that one transaction, the last acknowledged, may roll back.
 check_sql() {
-  local db=$1 ack last out
+  local db=$1 j=$3 last out hot=no missing
   last=$(grep -c '^ack|' "$2" || true)
+  [ -e "$db-journal" ] && hot=yes
   out=$(sqlite3 "$db" "PRAGMA integrity_check;" 2>&1)
-  [ "$out" = ok ] || fl_fail "[$mode] integrity_check after the crash: $out"
+  [ "$out" = ok ] || fl_fail "[$mode $j] integrity_check after the crash: $out"
+  missing=$(sqlite3 "$db" "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<$last)
+    SELECT group_concat(x, ' ') FROM c WHERE x NOT IN (SELECT batch FROM t);")
+  if [ -n "$missing" ]; then
+    if [ "$j" = DELETE ] && [ "$missing" = "$last" ] && [ "$hot" = yes ] &&
+      fl_sqlite_dirsync_gap "$4" "$(dirname "$db")"; then
+      echo "  [$mode $j] sqlite: transaction $last was acknowledged without its directory sync" \
+        "(the daemon died first; sqlite ignores a directory it cannot open) and rolled back"
+      last=$((last - 1))
+    else
+      fl_fail "[$mode $j] $last transactions acknowledged; missing: $missing" \
+        "(hot journal at remount: $hot; the last lines sqlite3 ran:" \
+        "$(tail -n 4 "$4" | tr '\n' ' '))"
+    fi
+  fi
   out=$(sqlite3 "$db" "SELECT count(*) FROM t WHERE batch <= $last;")
   [ "$out" = $((last * ROWS)) ] ||
-    fl_fail "[$mode] $last transactions acknowledged, $out of their $((last * ROWS)) rows found"
+    fl_fail "[$mode $j] $last transactions acknowledged, $out of their $((last * ROWS)) rows found"
   out=$(sqlite3 "$db" "SELECT count(*) FROM (SELECT batch FROM t GROUP BY batch HAVING count(*) != $ROWS);")
-  [ "$out" = 0 ] || fl_fail "[$mode] $out transactions are there in part"
-  echo "  [$mode] sqlite: $last transactions acknowledged, all there"
+  [ "$out" = 0 ] || fl_fail "[$mode $j] $out transactions are there in part"
+  echo "  [$mode $j] sqlite: $last transactions acknowledged, all there"
 }
 
 # check_log FILE ACKFILE -- every acknowledged record, intact, in order
@@ -80,12 +101,15 @@ check_log() {
 
 # crash_run JOURNAL -- one crash with sqlite in JOURNAL mode and the appender
 crash_run() {
-  local j=$1 img=$T/$mode.img mnt=$T/mnt-$mode
+  local j=$1 img=$T/$mode.img mnt
+  mnt=$(realpath -m "$T/mnt-$mode")          # as sqlite3 names its directory
   fl_mkfs "$img" 256M "$mode"
   fl_mount "$img" "$mnt" "$mode"
   : >"$T/sql.ack"
   : >"$T/log.ack"
-  sql_writer "$j" | sqlite3 -bail "$mnt/db" >"$T/sql.ack" 2>"$T/sql.err" &
+  # traced (opens and unlinks only) for check_sql's one exception
+  sql_writer "$j" | strace -f -qq --seccomp-bpf -e trace=unlink,openat -o "$T/sql.trace" \
+    sqlite3 -bail "$mnt/db" >"$T/sql.ack" 2>"$T/sql.err" &
   local sp=$!
   appender "$mnt/log" "$T/log.ack" &
   local ap=$!
@@ -99,7 +123,7 @@ crash_run() {
     [ "$rc" = 0 ] || fl_fail "[$mode] fsck of the crashed pair exited $rc: $out"
   fi
   fl_mount "$img" "$mnt" "$mode"
-  check_sql "$mnt/db" "$T/sql.ack"
+  check_sql "$mnt/db" "$T/sql.ack" "$j" "$T/sql.trace"
   check_log "$mnt/log" "$T/log.ack"
   fl_umount "$mnt"
   fl_fsck "$img"

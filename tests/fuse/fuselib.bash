@@ -13,6 +13,9 @@
 #   fl_umount MNT           fusermount3 -u; wait for the daemon to exit 0
 #   fl_kill9 MNT            kill -9 the daemon, detach the dead mount
 #   fl_fsck IMG             fsck -n must say clean (exit 0)
+#   fl_sqlite_dirsync_gap LOG DIR
+#                           did sqlite3 (traced into LOG) acknowledge its
+#                           last commit without syncing DIR?
 set -euo pipefail
 
 : "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
@@ -185,4 +188,23 @@ fl_fsck() {
 fl_fail() {
   echo "FAIL: $*"
   exit 1
+}
+
+# fl_sqlite_dirsync_gap LOG DIR -- true when sqlite3, traced by
+# `strace -e trace=unlink,openat -o LOG`, acknowledged its last
+# rollback-journal commit without the directory sync that makes it
+# durable: its last successful unlink of a *-journal file is followed by a
+# failed open of DIR (the journal's directory, an absolute path) and by no
+# successful one.  sqlite's unixDelete() (os_unix.c) treats a directory it
+# cannot open as synced; through FUSE that happens when the daemon dies
+# between answering the unlink and the open (ECONNABORTED), and the commit
+# then rolls back from the hot journal at the next open although it was
+# acknowledged.  tests/fuse/sqlite_gap.sh makes that crash on purpose.
+fl_sqlite_dirsync_gap() {
+  awk -v dir="\"$2\"" '
+    /unlink\(".*-journal"\) = 0/ { u = 1; f = 0; next }
+    u && index($0, "openat(AT_FDCWD, " dir ",") {
+      if ($0 ~ / = -1 /) f = 1; else u = 0
+    }
+    END { exit !(u && f) }' "$1"
 }
