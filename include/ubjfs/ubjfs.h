@@ -164,6 +164,10 @@ void ubj_stat_to_posix(const struct ubj_stat *in, struct stat *out);
 #define UBJ_SET_ATIME_NOW 0x40u
 #define UBJ_SET_MTIME_NOW 0x80u
 #define UBJ_SET_CTIME     0x100u
+/* clear S_ISUID, and S_ISGID when group-executable (Linux's ATTR_KILL_SUID
+ * and ATTR_KILL_SGID; FUSE's FATTR_KILL_SUIDGID: a truncate by a caller
+ * without CAP_FSETID) */
+#define UBJ_SET_KILL_SUIDGID 0x200u
 
 struct ubj_setattr {
     unsigned valid;       /* UBJ_SET_* */
@@ -181,7 +185,11 @@ int ubj_getattr(struct ubj_fs *fs, ubj_ino_t ino, struct ubj_stat *st);
 /*
  * ubj_setattr -- chmod/chown/truncate/utimens (POSIX chmod(), chown(),
  * truncate(), utimensat()).  ctime is set to now for any change; a size
- * change also sets mtime.  chown clears S_ISUID/S_ISGID on regular files.
+ * change also sets mtime.  chown clears S_ISUID/S_ISGID on regular files,
+ * and UBJ_SET_KILL_SUIDGID does so for any change.  A chown or a size
+ * change of a regular file also removes its security.capability
+ * attribute (Linux's security_inode_killpriv(), which notify_change()
+ * runs for ATTR_KILL_PRIV), as ubj_pwrite does.
  * Returns 0 and the new attributes in *st (may be NULL); -ENOENT; -EISDIR
  * (size on a directory); -EINVAL (size on a non-regular file); -EFBIG
  * (size > UBJ_MAX_FILE_SIZE); -ENOSPC; -EROFS; -EIO.

@@ -81,7 +81,7 @@ static uint64_t file_trunc_credits(const struct ubj_fs *fs, const struct ubj_ino
  * superblock and a path of splits. */
 static uint64_t file_write_credits(uint64_t nblocks)
 {
-    return 2 * nblocks + 4 + FILE_TREE_CREDITS;
+    return 2 * nblocks + 4 + FILE_TREE_CREDITS + FS_XATTR_CREDITS;
 }
 
 /* file_check_reg -- 0 for a regular file; -EISDIR / -EINVAL otherwise. */
@@ -281,6 +281,8 @@ static int file_write_finish(struct ubj_fs *fs, struct ubj_handle *h,
         file_remove_privs(r->ip);
         rc = fs_idirty(fs, h, r);
     }
+    if (rc == 0)
+        rc = fs_xattr_killpriv(fs, h, r);
     return rc;
 }
 
@@ -484,6 +486,8 @@ static void file_setattr_apply(struct ubj_fs *fs, struct ubj_inode *ip,
         if (!S_ISDIR(ip->mode))
             file_remove_privs(ip);
     }
+    if ((v & UBJ_SET_KILL_SUIDGID) && !S_ISDIR(ip->mode))
+        file_remove_privs(ip);
     if (v & UBJ_SET_ATIME)
         file_set_ts(&ip->atime, &ip->atime_ns, &sa->atime);
     else if (v & UBJ_SET_ATIME_NOW)
@@ -506,8 +510,8 @@ static int file_setattr_locked(struct ubj_fs *fs, struct fs_iref *r,
     int rc = file_setattr_check(fs, r->ip, sa, r->ino);
     if (rc < 0)
         return rc;
-    uint64_t credits = 1 + ((sa->valid & UBJ_SET_SIZE)
-                            ? file_trunc_credits(fs, r->ip) : 0);
+    uint64_t credits = 1 + FS_XATTR_CREDITS + ((sa->valid & UBJ_SET_SIZE)
+                                               ? file_trunc_credits(fs, r->ip) : 0);
     rc = file_handle_start(fs, credits, h);
     if (rc < 0)
         return rc;
@@ -520,6 +524,8 @@ static int file_setattr_locked(struct ubj_fs *fs, struct fs_iref *r,
         file_setattr_apply(fs, r->ip, sa, size_changed);
         rc = fs_idirty(fs, *h, r);
     }
+    if (rc == 0 && (sa->valid & (UBJ_SET_UID | UBJ_SET_GID | UBJ_SET_SIZE)))
+        rc = fs_xattr_killpriv(fs, *h, r);
     return rc;
 }
 

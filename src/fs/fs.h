@@ -195,6 +195,11 @@ int fs_dir_destroy(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir)
 /* ---- xattr.c ---- */
 /* fs_xattr_free -- free the inode's xattr block, if any (inode destroy). */
 int fs_xattr_free(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
+/* fs_xattr_killpriv -- remove security.capability if the inode has it
+ * (a write, truncate or chown: Linux's cap_inode_killpriv()); 0 when it
+ * has none.  Dirties at most FS_XATTR_CREDITS blocks. */
+int fs_xattr_killpriv(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
+#define FS_XATTR_CREDITS 6u   /* the node, inode, bitmap block, superblock */
 
 /* ---- extent.c: preallocation, for falloc.c ---- */
 /* fs_ext_prealloc -- if lblk lies in a hole, allocate up to `want` blocks

@@ -23,8 +23,7 @@
 #include <sys/stat.h>
 #include "fs/fs.h"
 
-/* blocks a change may dirty: the node, inode, bitmap block, superblock */
-#define XATTR_CREDITS 6u
+#define XATTR_CREDITS FS_XATTR_CREDITS
 
 struct xattr_name {
     uint8_t ns;          /* UBJ_XATTR_NS_* */
@@ -366,6 +365,19 @@ static int xattr_change(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref 
     }
     free(nb);
     return rc;
+}
+
+/* fs_xattr_killpriv -- drop security.capability: a file whose contents
+ * or owner changed loses its file capabilities (cap_inode_killpriv()). */
+int fs_xattr_killpriv(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r)
+{
+    struct xattr_name x;
+    if (r->ip->xattr_blk == 0 || !S_ISREG(r->ip->mode))
+        return 0;
+    int rc = xattr_name_parse("security.capability", &x);
+    if (rc == 0)
+        rc = xattr_change(fs, h, r, &x, NULL, 0, 0, true);
+    return rc == -ENODATA ? 0 : rc;
 }
 
 /* ---- the public functions ---------------------------------------------- */

@@ -43,6 +43,11 @@
  *    SETATTR (ATOMIC_O_TRUNC is not asked for).  On older kernels open
  *    and create take their own ubj_open reference, released by RELEASE,
  *    and O_TRUNC rides on OPEN.
+ *  - no GETXATTR of security.capability before every write(2): the INIT
+ *    reply asks for FUSE_HANDLE_KILLPRIV_V2 (fuse_io.h; libfuse 3.14 has
+ *    no knob for it) and the library clears set-id bits and capabilities
+ *    itself on write, truncate (FATTR_KILL_SUIDGID arrives as
+ *    FUSE_SET_ATTR_KILL_SUID) and chown.  -o no_killpriv_v2 turns it off.
  *  - no FLUSH: `flush` is not in the table, so libfuse answers ENOSYS,
  *    which the kernel takes as "never send it again" (a Linux file system
  *    does nothing on close; dirty pages are still written back first).
@@ -104,6 +109,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "fuse/fuse.h"
+#include "fuse/fuse_io.h"
 #include "util/util.h"
 
 #define FU_BUCKETS 4096u          /* lookup-reference hash buckets */
@@ -123,6 +129,7 @@ struct fu_ref {
 };
 
 struct ubj_fuse {
+    struct ubj_fuse_io io;    /* first: the transport hooks' userdata */
     struct ubj_fs *fs;
     struct fuse_session *se;
     struct ubj_fuse_opts o;
@@ -562,6 +569,8 @@ static void fu_setattr_map(const struct stat *a, int to_set, struct ubj_setattr 
         sa->valid |= UBJ_SET_CTIME;
         sa->ctime = a->st_ctim;
     }
+    if (to_set & FUSE_SET_ATTR_KILL_SUID)     /* FATTR_KILL_SUIDGID */
+        sa->valid |= UBJ_SET_KILL_SUIDGID;
 }
 
 /* fu_setattr -- chmod, chown, truncate, utimensat (UTIME_NOW; UTIME_OMIT
@@ -1303,6 +1312,9 @@ int ubj_fuse_mount(struct ubj_fuse *f, struct ubj_fs *fs, const char *mountpoint
     if (fuse_session_mount(f->se, mountpoint) != 0)
         return -EIO;
     f->mounted = true;
+    f->io.killpriv_v2 = !f->o.no_killpriv_v2;
+    if (ubj_fuse_io_install(f->se, &f->io) < 0)
+        return -EIO;
     if (f->o.writeback_cache && !f->o.rdonly && !fu_wb_setup(f, mountpoint))
         f->o.writeback_cache = false;     /* before INIT: see fu_wb_setup */
     /* a shell starts background jobs with SIGINT ignored, and libfuse

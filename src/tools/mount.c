@@ -116,6 +116,8 @@ static void mount_usage(void)
            "      negative_timeout=S seconds it trusts that a name is absent (10)\n"
            "      max_threads=N      worker threads (default libfuse's, 10)\n"
            "      max_idle_threads=N idle workers kept (default libfuse's)\n"
+           "      no_killpriv_v2     let the kernel clear set-id bits and file\n"
+           "                         capabilities (one more request per write)\n"
            "                         default_permissions is always on: the kernel\n"
            "                         checks permissions with the files' modes.\n"
            "      --help             print this help\n\n"
@@ -177,6 +179,10 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         rc = mount_count(v + 1, &a->fo.max_threads);
     else if (MOUNT_KEY("max_idle_threads") && v)
         rc = mount_count(v + 1, &a->fo.max_idle_threads);
+    else if (MOUNT_KEY("killpriv_v2") && !v)
+        a->fo.no_killpriv_v2 = false;
+    else if (MOUNT_KEY("no_killpriv_v2") && !v)
+        a->fo.no_killpriv_v2 = true;
     else
         return 0;
 #undef MOUNT_KEY

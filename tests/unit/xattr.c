@@ -2,7 +2,8 @@
  * xattr.c -- extended attributes through the library (src/fs/xattr.c):
  * Linux's semantics and errors for get/set/list/remove, the one-block
  * capacity limit, persistence across remounts, freeing with the inode,
- * block accounting, and a randomized run against a model.  Every test ends
+ * block accounting, killing security.capability and the set-id bits on
+ * write, truncate and chown, and a randomized run against a model.  Every test ends
  * with an fsck that must be clean (tfs_teardown).
  */
 #include "testutil.h"
@@ -250,6 +251,73 @@ static void tr_verify(struct ubj_fs *fs, ubj_ino_t ino, const struct tr_model *m
     }
 }
 
+/* t_cap_set -- give ino a file capability and the set-id bits */
+static void t_cap_set(struct ubj_fs *fs, ubj_ino_t ino)
+{
+    static const uint8_t cap[20] = { 0x01, 0x00, 0x00, 0x02, 0x00, 0x20 };
+    struct ubj_setattr sa = { .valid = UBJ_SET_MODE, .mode = 06755 };
+    assert_ok(ubj_setxattr(fs, ino, "security.capability", cap, sizeof cap, 0));
+    assert_ok(ubj_setattr(fs, ino, &sa, NULL));
+}
+
+/* t_cap_gone -- the capability is gone, user.keep and its block stay */
+static void t_cap_gone(struct ubj_fs *fs, ubj_ino_t ino, uint32_t mode)
+{
+    char buf[32];
+    struct ubj_stat st;
+    assert_rc(ubj_getxattr(fs, ino, "security.capability", buf, sizeof buf), -ENODATA);
+    assert_rc(ubj_getxattr(fs, ino, "user.keep", buf, sizeof buf), 1);
+    assert_ok(ubj_getattr(fs, ino, &st));
+    assert_int_equal(st.mode & 07777, mode);
+}
+
+/* test_killpriv -- a write, a truncate and a chown each remove
+ * security.capability (Linux's cap_inode_killpriv(); FUSE's
+ * HANDLE_KILLPRIV_V2 leaves it to us) and keep the other attributes;
+ * UBJ_SET_KILL_SUIDGID clears S_ISUID and group-executable S_ISGID. */
+static void test_killpriv(void **state)
+{
+    struct ubj_fs *fs = TFS(state)->fs;
+    ubj_ino_t ino = t_file(fs, "/f");
+    assert_ok(ubj_setxattr(fs, ino, "user.keep", "k", 1, 0));
+    t_cap_set(fs, ino);
+    assert_rc(ubj_pwrite(fs, ino, "data", 4, 0), 4);
+    t_cap_gone(fs, ino, 0755);
+    t_cap_set(fs, ino);
+    struct ubj_setattr sa = { .valid = UBJ_SET_SIZE, .size = 1 };
+    assert_ok(ubj_setattr(fs, ino, &sa, NULL));
+    t_cap_gone(fs, ino, 06755);            /* a truncate keeps the bits... */
+    t_cap_set(fs, ino);
+    sa.valid = UBJ_SET_SIZE | UBJ_SET_KILL_SUIDGID;
+    sa.size = 0;
+    assert_ok(ubj_setattr(fs, ino, &sa, NULL));
+    t_cap_gone(fs, ino, 0755);             /* ...unless told to kill them */
+    t_cap_set(fs, ino);
+    sa.valid = UBJ_SET_UID;
+    sa.uid = 1000;
+    assert_ok(ubj_setattr(fs, ino, &sa, NULL));
+    t_cap_gone(fs, ino, 0755);
+    /* S_ISGID without group execute is mandatory locking: kept */
+    sa.valid = UBJ_SET_MODE;
+    sa.mode = 02644;
+    assert_ok(ubj_setattr(fs, ino, &sa, NULL));
+    sa.valid = UBJ_SET_KILL_SUIDGID;
+    assert_ok(ubj_setattr(fs, ino, &sa, NULL));
+    t_cap_gone(fs, ino, 02644);
+    /* the last attribute removed by a write frees the block */
+    ubj_ino_t g = t_file(fs, "/g");
+    t_cap_set(fs, g);
+    struct ubj_stat st;
+    assert_ok(ubj_getattr(fs, g, &st));
+    uint64_t blocks = st.blocks;
+    assert_rc(ubj_pwrite(fs, g, "x", 1, 100000), 1);
+    char buf[4];
+    assert_rc(ubj_getxattr(fs, g, "security.capability", buf, sizeof buf), -ENODATA);
+    assert_rc(ubj_listxattr(fs, g, NULL, 0), 0);
+    assert_ok(ubj_getattr(fs, g, &st));
+    assert_true(st.blocks == blocks);      /* -1 xattr block, +1 data block */
+}
+
 /* test_random -- random set/replace/remove against a model, with the
  * capacity rule modelled exactly, remounting now and then. */
 static void test_random(void **state)
@@ -302,6 +370,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_persist, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_free_with_inode, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_ctime_rofs, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_killpriv, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_random, tfs_setup, tfs_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

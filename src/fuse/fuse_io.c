@@ -1,0 +1,72 @@
+/*
+ * fuse_io.c -- the transport hooks of the FUSE frontend (fuse_io.h):
+ * read(2) and writev(2) on /dev/fuse for libfuse, noting the INIT request
+ * and amending its reply with FUSE_HANDLE_KILLPRIV_V2 (why: fuse_io.h).
+ * The protocol structures are the kernel's (<linux/fuse.h>).
+ */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <linux/fuse.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "fuse/fuse_io.h"
+
+/* io_read -- one request, as libfuse reads it; remember an INIT's flags. */
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+    struct ubj_fuse_io *io = userdata;     /* the session's first member */
+    ssize_t n = read(fd, buf, len);
+    const size_t need = sizeof(struct fuse_in_header) + sizeof(struct fuse_init_in);
+    if (n >= (ssize_t)need) {
+        struct fuse_in_header ih;
+        memcpy(&ih, buf, sizeof ih);
+        if (ih.opcode == FUSE_INIT && io->init_unique == 0) {
+            struct fuse_init_in in;
+            memcpy(&in, (char *)buf + sizeof ih, sizeof in);
+            io->kernel_flags = in.flags;
+            io->init_unique = ih.unique;
+        }
+    }
+    return n;
+}
+
+/* io_amend_init -- the INIT reply in iov[1]: add the flags we want too. */
+static void io_amend_init(struct ubj_fuse_io *io, struct iovec *iov, int count)
+{
+    struct fuse_out_header oh;
+    if (count < 2 || iov[0].iov_len < sizeof oh ||
+        iov[1].iov_len < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t))
+        return;
+    memcpy(&oh, iov[0].iov_base, sizeof oh);
+    if (oh.unique != io->init_unique)
+        return;
+    io->init_unique = 0;
+    if (oh.error != 0 || !io->killpriv_v2 || !(io->kernel_flags & FUSE_HANDLE_KILLPRIV_V2))
+        return;
+    struct fuse_init_out *out = iov[1].iov_base;
+    out->flags |= FUSE_HANDLE_KILLPRIV_V2;
+    io->granted = true;
+}
+
+/* io_writev -- one reply or notification, as libfuse writes it. */
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+    struct ubj_fuse_io *io = userdata;
+    if (io->init_unique != 0)
+        io_amend_init(io, iov, count);
+    return writev(fd, iov, count);
+}
+
+/* ubj_fuse_io_install -- see fuse_io.h. */
+int ubj_fuse_io_install(struct fuse_session *se, struct ubj_fuse_io *io)
+{
+    static const struct fuse_custom_io hooks = {
+        .read = io_read,
+        .writev = io_writev,
+    };
+    (void)io;                      /* reached as the session's userdata */
+    return fuse_session_custom_io(se, &hooks, fuse_session_fd(se)) == 0 ? 0 : -EINVAL;
+}

@@ -1,0 +1,43 @@
+/*
+ * fuse_io.h -- the frontend's transport hooks (private to src/fuse).
+ * fuse_io.c owns what passes between libfuse and /dev/fuse: requests are
+ * read and replies written exactly as libfuse would, with one amendment
+ * to the INIT reply (below).
+ */
+#ifndef UBJ_FUSE_FUSE_IO_H
+#define UBJ_FUSE_FUSE_IO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct fuse_session;
+
+struct ubj_fuse_io {
+    bool killpriv_v2;        /* in: ask for FUSE_HANDLE_KILLPRIV_V2 */
+    bool granted;            /* out: the INIT reply asked for it */
+    uint64_t init_unique;    /* the INIT request seen, until its reply */
+    uint32_t kernel_flags;   /* what the kernel offered in INIT */
+};
+
+/*
+ * ubj_fuse_io_install -- route the session's reads and writes on its
+ * /dev/fuse descriptor (after fuse_session_mount) through the hooks, with
+ * `io` as their state.  libfuse hands the hooks the session's userdata
+ * (fuse_session_new()), so `io` must be the first member of that object.
+ *
+ * FUSE_HANDLE_KILLPRIV_V2 (Linux 5.11, protocol 7.33): with it the kernel
+ * no longer asks the file system, before every write(2), whether the file
+ * carries security.capability (a GETXATTR round trip per write: Linux's
+ * file_remove_privs() in fuse_cache_write_iter()); the file system clears
+ * S_ISUID/S_ISGID and the capability itself on write, truncate and chown
+ * (the library does: ubj_pwrite, ubj_setattr with UBJ_SET_KILL_SUIDGID).
+ * libfuse 3.14 cannot ask for it (no FUSE_CAP_ bit; added in 3.16), so
+ * the INIT reply libfuse writes gets the flag here when the kernel offered
+ * it and io->killpriv_v2 is set.  Nothing else in any message changes.
+ *
+ * 0, or -EINVAL if libfuse refused the hooks.  Not thread-safe: call once,
+ * before the session loop.
+ */
+int ubj_fuse_io_install(struct fuse_session *se, struct ubj_fuse_io *io);
+
+#endif /* UBJ_FUSE_FUSE_IO_H */
