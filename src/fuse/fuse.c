@@ -110,10 +110,12 @@
 #include <unistd.h>
 #include "fuse/fuse.h"
 #include "fuse/fuse_io.h"
+#include "fuse/fuse_uring.h"
 #include "util/util.h"
 
 #define FU_BUCKETS 4096u          /* lookup-reference hash buckets */
 #define FU_MAX_BACKGROUND 64u     /* kernel background requests (writeback) */
+#define FU_URING_DEPTH 2u         /* io_uring entries per CPU queue */
 #define FU_GROUPS_MAX 64          /* supplementary groups looked at by access */
 #define FU_MIB (1024u * 1024u)
 #define FU_WB_SLACK (4u * FU_MIB)  /* W1: margin over twice the dirty limit */
@@ -1313,6 +1315,10 @@ int ubj_fuse_mount(struct ubj_fuse *f, struct ubj_fs *fs, const char *mountpoint
         return -EIO;
     f->mounted = true;
     f->io.killpriv_v2 = !f->o.no_killpriv_v2;
+    if (!f->o.no_io_uring &&
+        ubj_fuse_uring_new(f->se, FU_URING_DEPTH, UBJ_FUSE_MAX_WRITE, f->o.debug,
+                           &f->io.uring) < 0)
+        return -ENOMEM;
     if (ubj_fuse_io_install(f->se, &f->io) < 0)
         return -EIO;
     if (f->o.writeback_cache && !f->o.rdonly && !fu_wb_setup(f, mountpoint))
@@ -1364,6 +1370,8 @@ void ubj_fuse_destroy(struct ubj_fuse *f)
     if (f == NULL)
         return;
     ubj_fuse_unmount(f);
+    ubj_fuse_uring_free(f->io.uring);     /* its threads use the session */
+    f->io.uring = NULL;
     fuse_session_destroy(f->se);
     for (unsigned i = 0; i < FU_BUCKETS; i++) {
         while (f->refs[i] != NULL) {

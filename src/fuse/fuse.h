@@ -27,6 +27,8 @@ struct ubj_fuse_opts {
     bool debug;                /* libfuse's request trace on stderr */
     unsigned max_threads;      /* worker threads (0: libfuse's default) */
     unsigned max_idle_threads; /* idle workers kept (0: default) */
+    bool no_io_uring;          /* serve /dev/fuse only, even where the
+                                * kernel offers FUSE over io_uring */
     bool no_killpriv_v2;       /* don't take over suid/capability clearing
                                 * (fuse_io.h); the kernel then asks for
                                 * security.capability before every write */

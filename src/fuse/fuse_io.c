@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "fuse/fuse_io.h"
+#include "fuse/fuse_uring.h"
 
 /* io_read -- one request, as libfuse reads it; remember an INIT's flags. */
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
@@ -27,6 +28,8 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
             struct fuse_init_in in;
             memcpy(&in, (char *)buf + sizeof ih, sizeof in);
             io->kernel_flags = in.flags;
+            if (in.flags & FUSE_INIT_EXT)
+                io->kernel_flags2 = in.flags2;
             io->init_unique = ih.unique;
         }
     }
@@ -44,20 +47,35 @@ static void io_amend_init(struct ubj_fuse_io *io, struct iovec *iov, int count)
     if (oh.unique != io->init_unique)
         return;
     io->init_unique = 0;
-    if (oh.error != 0 || !io->killpriv_v2 || !(io->kernel_flags & FUSE_HANDLE_KILLPRIV_V2))
+    if (oh.error != 0)
         return;
     struct fuse_init_out *out = iov[1].iov_base;
-    out->flags |= FUSE_HANDLE_KILLPRIV_V2;
-    io->granted = true;
+    if (io->killpriv_v2 && (io->kernel_flags & FUSE_HANDLE_KILLPRIV_V2)) {
+        out->flags |= FUSE_HANDLE_KILLPRIV_V2;
+        io->granted = true;
+    }
+    if (io->uring != NULL && (io->kernel_flags2 & UBJ_FUSE_FLAGS2_OVER_IO_URING) &&
+        iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + sizeof(uint32_t)) {
+        out->flags |= FUSE_INIT_EXT;
+        out->flags2 |= UBJ_FUSE_FLAGS2_OVER_IO_URING;
+        io->uring_granted = true;
+    }
 }
 
 /* io_writev -- one reply or notification, as libfuse writes it. */
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
     struct ubj_fuse_io *io = userdata;
-    if (io->init_unique != 0)
-        io_amend_init(io, iov, count);
-    return writev(fd, iov, count);
+    ssize_t n;
+    if (ubj_fuse_uring_reply(iov, count, &n))
+        return n;
+    if (io->init_unique == 0)
+        return writev(fd, iov, count);
+    io_amend_init(io, iov, count);
+    n = writev(fd, iov, count);
+    if (n > 0 && io->uring_granted && io->init_unique == 0)
+        (void)ubj_fuse_uring_start(io->uring);
+    return n;
 }
 
 /* ubj_fuse_io_install -- see fuse_io.h. */

@@ -11,12 +11,16 @@
 #include <stdint.h>
 
 struct fuse_session;
+struct ubj_fuse_uring;
 
 struct ubj_fuse_io {
     bool killpriv_v2;        /* in: ask for FUSE_HANDLE_KILLPRIV_V2 */
-    bool granted;            /* out: the INIT reply asked for it */
+    struct ubj_fuse_uring *uring;  /* in: ask for io_uring (NULL: don't) */
+    bool granted;            /* out: the INIT reply asked for killpriv_v2 */
+    bool uring_granted;      /* out: ... for FUSE over io_uring */
     uint64_t init_unique;    /* the INIT request seen, until its reply */
     uint32_t kernel_flags;   /* what the kernel offered in INIT */
+    uint32_t kernel_flags2;  /* ... its second word (FUSE_INIT_EXT) */
 };
 
 /*
@@ -33,7 +37,11 @@ struct ubj_fuse_io {
  * (the library does: ubj_pwrite, ubj_setattr with UBJ_SET_KILL_SUIDGID).
  * libfuse 3.14 cannot ask for it (no FUSE_CAP_ bit; added in 3.16), so
  * the INIT reply libfuse writes gets the flag here when the kernel offered
- * it and io->killpriv_v2 is set.  Nothing else in any message changes.
+ * it and io->killpriv_v2 is set.  Likewise FUSE_OVER_IO_URING (Linux
+ * 6.14, protocol 7.42; offered only when the fuse module's enable_uring
+ * is set) when io->uring is given: the queues start once that reply is
+ * written, and replies to ring requests go to the ring (fuse_uring.h).
+ * Nothing else in any message changes.
  *
  * 0, or -EINVAL if libfuse refused the hooks.  Not thread-safe: call once,
  * before the session loop.

@@ -116,6 +116,9 @@ static void mount_usage(void)
            "      negative_timeout=S seconds it trusts that a name is absent (10)\n"
            "      max_threads=N      worker threads (default libfuse's, 10)\n"
            "      max_idle_threads=N idle workers kept (default libfuse's)\n"
+           "      no_io_uring        read requests from /dev/fuse even where the\n"
+           "                         kernel offers FUSE over io_uring (Linux 6.14+,\n"
+           "                         fuse.enable_uring=1; used by default then)\n"
            "      no_killpriv_v2     let the kernel clear set-id bits and file\n"
            "                         capabilities (one more request per write)\n"
            "                         default_permissions is always on: the kernel\n"
@@ -179,6 +182,10 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         rc = mount_count(v + 1, &a->fo.max_threads);
     else if (MOUNT_KEY("max_idle_threads") && v)
         rc = mount_count(v + 1, &a->fo.max_idle_threads);
+    else if (MOUNT_KEY("io_uring") && !v)
+        a->fo.no_io_uring = false;
+    else if (MOUNT_KEY("no_io_uring") && !v)
+        a->fo.no_io_uring = true;
     else if (MOUNT_KEY("killpriv_v2") && !v)
         a->fo.no_killpriv_v2 = false;
     else if (MOUNT_KEY("no_killpriv_v2") && !v)

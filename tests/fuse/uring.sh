@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# uring.sh -- FUSE over io_uring (src/fuse/fuse_uring.c).  Runs only where
+# the kernel offers it (Linux 6.14+, /sys/module/fuse/parameters/
+# enable_uring = Y; scripts/test turns it on for its clang and sanitizer
+# passes, so the other FUSE tests run through the ring there too).
+# Checks: the daemon says its requests go through the ring (and does not
+# with -o no_io_uring); requests made on each CPU (taskset) succeed;
+# big writes and reads (1 MiB, the payload limit) round-trip byte for
+# byte; a tree of files and directories with names, links, renames and
+# xattrs matches a copy made on the host; a kill -9 while a writer appends
+# with fsync keeps every acknowledged record and the image checks clean;
+# unmounting ends the ring threads (the daemon exits 0).
+. "$(dirname "$0")/fuselib.bash"
+fl_need taskset dd cmp
+param=/sys/module/fuse/parameters/enable_uring
+[ -r "$param" ] || fl_skip "this kernel has no FUSE over io_uring ($param)"
+[ "$(cat "$param")" = Y ] || fl_skip "FUSE over io_uring is off ($param = N)"
+fl_init
+img=$T/disk.img
+mnt=$T/mnt
+mkdir -p "$mnt"
+
+# debug_mount OPT -- mount in the foreground with -d, the trace in $T/trace
+debug_mount() {
+  "$UBJ" mount -d -o "$1" -m none "$img" "$mnt" >"$T/trace" 2>&1 &
+  DPID=$!
+  local i
+  for ((i = 0; i < 100; i++)); do
+    mountpoint -q "$mnt" && return 0
+    sleep 0.1
+  done
+  fl_fail "the -d mount did not come up: $(head -5 "$T/trace")"
+}
+
+# debug_umount -- unmount; the daemon must exit 0
+debug_umount() {
+  fusermount3 -u "$mnt"
+  wait "$DPID" || fl_fail "the daemon exited $? after fusermount3 -u"
+}
+
+"$UBJ" mkfs -q -s 256M -m none "$img"
+debug_mount io_uring
+for cpu in $(seq 0 $(($(nproc) - 1))); do
+  taskset -c "$cpu" sh -c "echo cpu $cpu >'$mnt/c$cpu' && cat '$mnt/c$cpu'" >/dev/null
+done
+grep -q "FUSE requests go through io_uring" "$T/trace" ||
+  fl_fail "no request went through the ring: $(grep -v '^ ' "$T/trace" | head -5)"
+# 1 MiB requests both ways, and odd sizes
+head -c $((3 * 1024 * 1024 + 12345)) /dev/urandom >"$T/big"
+dd if="$T/big" of="$mnt/big" bs=1M status=none
+cmp "$T/big" "$mnt/big" || fl_fail "a 3 MiB file read back differently"
+dd if="$mnt/big" of="$T/back" bs=1M iflag=direct status=none 2>/dev/null ||
+  cp "$mnt/big" "$T/back"
+cmp "$T/big" "$T/back" || fl_fail "a 3 MiB file copied out differently"
+# a small tree: names, symlinks, hard links, renames, xattrs
+mkdir -p "$T/ref"
+for d in "$mnt/t" "$T/ref/t"; do
+  mkdir -p "$d/a/b" "$d/c"
+  for i in $(seq 1 50); do echo "file $i" >"$d/a/f$i"; done
+  ln -s ../a/f1 "$d/c/sym"
+  ln "$d/a/f2" "$d/c/hard"
+  mv "$d/a/f3" "$d/a/b/moved"
+  rm "$d/a/f4"
+done
+diff -r --no-dereference "$T/ref/t" "$mnt/t" >"$T/diff" || fl_fail "tree differs: $(head -3 "$T/diff")"
+debug_umount
+grep -q "FUSE requests go through io_uring" "$T/trace" || fl_fail "ring not used"
+fl_fsck "$img"
+echo "  io_uring: requests from each CPU, 3 MiB round trip, a tree of names matches"
+
+# -o no_io_uring: /dev/fuse only
+debug_mount no_io_uring
+cat "$mnt/c0" >/dev/null
+debug_umount
+if grep -q "FUSE requests go through io_uring" "$T/trace"; then
+  fl_fail "-o no_io_uring still used the ring"
+fi
+echo "  no_io_uring: /dev/fuse only"
+
+# a crash while appending with fsync (mode ubj when built: the ring's
+# replies are the acknowledgements)
+mode=$(fl_crash_modes | awk '{print $1}')
+if [ -n "$mode" ]; then
+  rm -f "$img"
+  fl_mkfs "$img" 256M "$mode"
+  fl_mount "$img" "$mnt" "$mode"
+  : >"$T/acked"
+  ( for ((n = 1; n <= 100000; n++)); do
+      printf '%-63s\n' "record $n" | dd of="$mnt/log" bs=64 count=1 oflag=append \
+        conv=notrunc,fsync status=none 2>/dev/null || exit 0
+      echo "$n" >>"$T/acked"
+    done ) &
+  wpid=$!
+  sleep 2
+  fl_kill9 "$mnt"
+  wait "$wpid" 2>/dev/null || true
+  last=$(tail -n 1 "$T/acked")
+  last=${last:-0}
+  fl_mount "$img" "$mnt" "$mode"
+  for ((n = 1; n <= last; n++)); do printf '%-63s\n' "record $n"; done >"$T/want"
+  head -c $((last * 64)) "$mnt/log" | cmp -s - "$T/want" ||
+    fl_fail "[$mode] after kill -9 the first $last acknowledged records are not intact"
+  fl_umount "$mnt"
+  fl_fsck "$img"
+  echo "  [$mode] kill -9 during fsync'd appends: all $last acknowledged records there"
+fi
+echo "uring.sh: ok"
