@@ -43,6 +43,8 @@
  *    SETATTR (ATOMIC_O_TRUNC is not asked for).  On older kernels open
  *    and create take their own ubj_open reference, released by RELEASE,
  *    and O_TRUNC rides on OPEN.
+ *  - FUSE over io_uring where the kernel offers it (fuse_uring.h): the
+ *    request and its reply stay on the caller's CPU.
  *  - no GETXATTR of security.capability before every write(2): the INIT
  *    reply asks for FUSE_HANDLE_KILLPRIV_V2 (fuse_io.h; libfuse 3.14 has
  *    no knob for it) and the library clears set-id bits and capabilities
