@@ -117,7 +117,7 @@
 
 #define FU_BUCKETS 4096u          /* lookup-reference hash buckets */
 #define FU_MAX_BACKGROUND 64u     /* kernel background requests (writeback) */
-#define FU_URING_DEPTH 2u         /* io_uring entries per CPU queue */
+#define FU_URING_DEPTH 1u         /* io_uring entries per queue thread */
 #define FU_GROUPS_MAX 64          /* supplementary groups looked at by access */
 #define FU_MIB (1024u * 1024u)
 #define FU_WB_SLACK (4u * FU_MIB)  /* W1: margin over twice the dirty limit */

@@ -63,6 +63,9 @@ struct uring_cmd_req {               /* struct fuse_uring_cmd_req */
 };
 
 #define URING_PRE 4096u              /* room for in_header + op_in */
+#define URING_THREADS 2u             /* per CPU queue: a slow request (an
+                                      * fsync waiting for the disk) leaves
+                                      * the CPU's other requests a server */
 #define URING_WAIT_MS 200            /* a stopping thread notices within */
 
 struct uring_queue;
@@ -75,7 +78,7 @@ struct uring_ent {
     uint64_t commit_id;              /* the request being served */
 };
 
-struct uring_queue {
+struct uring_queue {                 /* one thread serving CPU queue qid */
     struct ubj_fuse_uring *u;
     unsigned qid;
     pthread_t thread;
@@ -87,7 +90,8 @@ struct uring_queue {
 
 struct ubj_fuse_uring {
     struct fuse_session *se;
-    unsigned nq, depth;
+    unsigned nq, depth;              /* CPU queues; entries per thread */
+    unsigned nt;                     /* threads: URING_THREADS per queue */
     size_t payload;
     struct uring_queue *q;
     atomic_bool stop;
@@ -117,14 +121,15 @@ int ubj_fuse_uring_new(struct fuse_session *se, unsigned depth, size_t max_write
     u->nq = possible_cpus();
     u->depth = depth > 0 ? depth : 1;
     u->payload = max_write > 2u * FUSE_MIN_READ_BUFFER ? max_write : 2u * FUSE_MIN_READ_BUFFER;
-    u->q = calloc(u->nq, sizeof *u->q);
+    u->nt = u->nq * URING_THREADS;
+    u->q = calloc(u->nt, sizeof *u->q);
     if (u->q == NULL) {
         free(u);
         return -ENOMEM;
     }
-    for (unsigned i = 0; i < u->nq; i++) {
+    for (unsigned i = 0; i < u->nt; i++) {
         u->q[i].u = u;
-        u->q[i].qid = i;
+        u->q[i].qid = i % u->nq;
     }
     *out = u;
     return 0;
@@ -274,7 +279,8 @@ static void *queue_run(void *arg)
         if (!counted) {                      /* REGISTER completes with a request */
             counted = true;
             if (atomic_fetch_add(&u->serving, 1) == 0 && u->announce)
-                fprintf(stderr, "ubjfs: FUSE requests go through io_uring (%u queues)\n", u->nq);
+                fprintf(stderr, "ubjfs: FUSE requests go through io_uring "
+                        "(%u CPU queues, %u threads each)\n", u->nq, URING_THREADS);
         }
         ent_serve(e);
     }
@@ -288,7 +294,7 @@ int ubj_fuse_uring_start(struct ubj_fuse_uring *u)
         return 0;
     u->started = true;
     int ok = 0;
-    for (unsigned i = 0; i < u->nq; i++)
+    for (unsigned i = 0; i < u->nt; i++)
         if (pthread_create(&u->q[i].thread, NULL, queue_run, &u->q[i]) == 0) {
             u->q[i].started = true;
             ok++;
@@ -344,7 +350,7 @@ void ubj_fuse_uring_free(struct ubj_fuse_uring *u)
     if (u == NULL)
         return;
     atomic_store(&u->stop, true);
-    for (unsigned i = 0; i < u->nq; i++) {
+    for (unsigned i = 0; i < u->nt; i++) {
         struct uring_queue *q = &u->q[i];
         if (q->started)
             pthread_join(q->thread, NULL);

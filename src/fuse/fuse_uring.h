@@ -4,7 +4,7 @@
  * (CONFIG_FUSE_IO_URING, module parameter fuse.enable_uring=1) can hand
  * FUSE requests to the daemon through io_uring commands, one queue per
  * CPU, instead of read(2)/writev(2) on /dev/fuse.  A request made on CPU
- * n goes to queue n, served by a thread pinned to CPU n: the caller's
+ * n goes to queue n, served by threads pinned to CPU n: the caller's
  * wake-up of the daemon and the daemon's of the caller stay on one CPU,
  * where /dev/fuse moves every request between CPUs (on a virtual machine
  * whose idle CPUs halt, two cross-CPU wake-ups cost 20-40 us per request;
@@ -46,7 +46,7 @@ int ubj_fuse_uring_new(struct fuse_session *se, unsigned depth, size_t max_write
 
 /*
  * ubj_fuse_uring_start -- the INIT reply asking for io_uring was written:
- * start one thread per queue; each registers its entries (retrying while
+ * start the queue threads (two per CPU); each registers its entries (retrying while
  * the kernel is not yet initialised) and serves requests until the
  * connection ends.  Called from the writev hook (any libfuse worker).
  * 0, or a negative errno if no thread could start (requests then stay on
