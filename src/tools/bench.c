@@ -627,7 +627,8 @@ int tools_bench_main(int argc, char **argv)
         return bench_overview();
     struct bench_args a = { .ops = 100000, .runs = 5, .size = 256u << 20,
                             .fsync_ops = 2000, .nvm_dir = "/dev/shm" };
-    if (argc < 2 || strcmp(argv[1], "--quick") == 0 || strncmp(argv[1], "--results", 9) == 0)
+    /* no benchmark name: the headline, with whatever options follow */
+    if (argc < 2 || argv[1][0] == '-')
         return tools_bench_headline_main(argc, argv);     /* src/tools/bench_run.c */
     if (strcmp(argv[1], "headline") == 0 || strcmp(argv[1], "run") == 0)
         return (argv[1][0] == 'r' ? tools_bench_run_main : tools_bench_headline_main)(argc - 1, argv + 1);
