@@ -121,22 +121,10 @@ static void bm_usage(void)
 /* bm_parse_device -- --device SPEC.  -1 to go on, else an exit code. */
 static int bm_parse_device(struct bm_args *a, const char *arg)
 {
-    const char *leaf;
-    free(a->models);
-    int rc = tools_dev_split(arg, &a->models, &leaf);
-    if (rc == -ENOMEM) {
-        tools_err("out of memory");
-        return TOOLS_EXIT_ERR;
-    }
-    if (rc < 0)
-        return tools_usage_err("invalid --device '%s' (ram, file:PATH, or model "
-                               "layers over them, e.g. nand:slc@ram)", arg);
-    rc = tools_dev_trial(a->models);
-    if (rc < 0)
-        return tools_usage_err("invalid --device '%s': %s", arg, tools_libmsg(rc));
-    a->spec = arg;
-    a->file = leaf != NULL && strncmp(leaf, "file:", 5) == 0 ? leaf + 5 : NULL;
-    return -1;
+    int ret = tools_dev_parse(arg, &a->models, &a->file);
+    if (ret < 0)
+        a->spec = arg;
+    return ret;
 }
 
 /* bm_parse_model -- --device, --clock, --nvm-profile.  -1 to go on,
