@@ -86,7 +86,7 @@ struct bh_run {
     int error;                     /* first error of a real-clock thread [mu] */
     char errmsg[256];
     bool kv_probe;                 /* bh_workload_check_kv: no file system;
-                                      bh_kv_check stops the init */
+                                      bh_params_end stops the init */
 };
 
 static const char *const bh_modes[] = {
@@ -260,6 +260,12 @@ int bh_kv_check(struct bh_run *r, const char *const *known)
                                  r->wl->name, (int)n, s);
         s = end ? end + 1 : NULL;
     }
+    return 0;
+}
+
+/* bh_params_end -- the parameters are read and checked: a probe stops. */
+int bh_params_end(struct bh_run *r)
+{
     return r->kv_probe ? -ECANCELED : 0;
 }
 
@@ -285,7 +291,8 @@ const struct bh_workload *bh_workload_find(const char *name)
 
 /* bh_workload_check_kv -- the kv keys against the workload's, before a run:
  * its init runs on a probe run (no file system, no clock) and stops at its
- * bh_kv_check, which returns -ECANCELED on a probe once the keys pass. */
+ * bh_params_end, which returns -ECANCELED on a probe once the parameters
+ * pass. */
 int bh_workload_check_kv(const char *name, const char *kv)
 {
     const struct bh_workload *wl = bh_workload_find(name);

@@ -197,13 +197,18 @@ int bh_kv_u64(struct bh_run *r, const char *key, uint64_t dflt, uint64_t *out);
 
 /*
  * bh_workload_check_kv -- 0 if every key of the "key=value,..." string kv
- * (NULL or "" = none) is a parameter of workload `name`, else -EINVAL and
- * a message naming the first unknown key (or the unknown workload).  Only
- * keys are checked, not values.  It runs the workload's init on a run
- * without a file system, which stops at its bh_kv_check(): every
- * workload's init calls bh_kv_check() before it touches the file system.
+ * (NULL or "" = none) is a parameter of workload `name` and every value is
+ * one it accepts, else -EINVAL and a message naming the first bad key or
+ * value (or the unknown workload).  It runs the workload's init on a run
+ * without a file system, which stops at its bh_params_end(): every
+ * workload's init reads and checks its parameters, then calls
+ * bh_params_end() before it touches the file system.
  */
 int bh_workload_check_kv(const char *name, const char *kv);
+
+/* bh_params_end -- a workload's init has read and checked its parameters:
+ * 0 to go on, or -ECANCELED in bh_workload_check_kv's probe (return it). */
+int bh_params_end(struct bh_run *r);
 
 /*
  * bh_trace_check -- read the trace at `path` as a replay (cfg->trace_in)

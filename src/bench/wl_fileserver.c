@@ -46,6 +46,8 @@ static int fsv_init(struct bh_run *r)
                     fsize == 0))
         rc = ubj_set_error(-EINVAL, "bench fileserver: sizes must be 1 .. 1 MiB");
     if (rc == 0)
+        rc = bh_params_end(r);
+    if (rc == 0)
         rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, nfiles),
                              width, (double)fsize, 1.5, 80, s->iosize);
     return rc;

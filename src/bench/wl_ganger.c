@@ -92,6 +92,8 @@ static int gg_init(struct bh_run *r)
     if (s->ndirs == 0 || s->ndirs > 100000 || s->rounds == 0 || fsize == 0)
         return ubj_set_error(-EINVAL, "bench ganger: dirs 1 .. 100000, rounds "
                              "and filesize > 0");
+    if ((rc = bh_params_end(r)) != 0)
+        return rc;
     s->nfiles = fb_scaled(r, s->nfiles);
     s->nusers = bh_params_of(r)->procs;
     s->sdirs = calloc(s->ndirs, sizeof *s->sdirs);

@@ -95,6 +95,8 @@ static int iz_init(struct bh_run *r)
     if (rec > BH_IO_MAX || (rec != 0 && rec < 512))
         return ubj_set_error(-EINVAL, "bench iozone: record %llu out of 512 .. "
                              "1 MiB", (unsigned long long)rec);
+    if ((rc = bh_params_end(r)) != 0)
+        return rc;
     s->fsync = fs != 0;
     if (rec != 0)
         s->recs[s->nrecs++] = rec;

@@ -65,6 +65,8 @@ static int oltp_init(struct bh_run *r)
                     nfiles > 100000))
         rc = ubj_set_error(-EINVAL, "bench oltp: iosize 1 .. 64 KiB, nfiles "
                            "1 .. 100000");
+    if (rc == 0)
+        rc = bh_params_end(r);
     if (rc < 0)
         return rc;
     s->fsize = oltp_scaled(r, s->fsize, s->iosize);

@@ -68,7 +68,7 @@ static int pm_params(struct bh_run *r, struct pm_state *s)
                              "block sizes > 0, biases 0..10, subdirs <= 100000");
     double n = (double)s->files * bh_params_of(r)->scale;
     s->files = n < 1 ? 1 : (uint64_t)n;
-    return 0;
+    return bh_params_end(r);
 }
 
 /* pm_name -- the file name of slot f. */

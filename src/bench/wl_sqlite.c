@@ -135,6 +135,8 @@ static int sq_init(struct bh_run *r)
     if (rc == 0 && (s->batch == 0 || s->batch > 100000 || s->insert_pct > 100))
         rc = ubj_set_error(-EINVAL, "bench sqlite: batch 1 .. 100000, "
                            "insert_pct 0 .. 100");
+    if (rc == 0)
+        rc = bh_params_end(r);
     if (rc < 0)
         return rc;
     s->rows = fb_scaled(r, s->rows);

@@ -45,6 +45,8 @@ static int ws_init(struct bh_run *r)
                     fsize == 0))
         rc = ubj_set_error(-EINVAL, "bench webserver: sizes must be 1 .. 1 MiB");
     if (rc == 0)
+        rc = bh_params_end(r);
+    if (rc == 0)
         rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, nfiles),
                              width, (double)fsize, 1.5, 100, s->iosize);
     if (rc == 0)

@@ -184,7 +184,8 @@ for bad in "run --bogus" "run -w nosuch" "run -m nosuch" "run -d nosuch:x" "run 
            "run --trace-in $tmp/nonexistent" "run --trace-in $tmp/bad.trace" \
            "run --trace-in /etc/hostname" "run -w postmark --trace-in $tmp/vm.trace" \
            "run --trace-in $tmp/vm.trace --scale 2" "-q --bogus" "--clock wall" \
-           "-d nosuch:x --quick"; do
+           "-d nosuch:x --quick" "run -w postmark --kv files=abc" \
+           "run -w iozone --kv pattern=nosuch" "run -w postmark --kv min=9,max=1"; do
   # shellcheck disable=SC2086
   run 2 "$UBJ_TOOL" bench $bad
   head -n 1 "$tmp/err" | grep -q "^ubjfs bench: " || fail "bench $bad: message '$(head -n 1 "$tmp/err")'"
