@@ -102,11 +102,33 @@ struct ubj_fuse_uring {
 
 static __thread struct uring_ent *cur;   /* the entry this thread serves */
 
-/* possible_cpus -- the kernel's num_possible_cpus(): one queue each */
+/* possible_cpus -- the kernel's num_possible_cpus(), from the highest id
+ * in /sys/devices/system/cpu/possible ("0-1", "0-3,8-11"): one queue each
+ * (too few and the kernel never readies the ring: requests then stay on
+ * /dev/fuse; a queue id beyond its count is refused and its thread ends) */
 static unsigned possible_cpus(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_CONF);
-    return n > 0 ? (unsigned)n : 1u;
+    unsigned n = 0;
+    FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
+    if (f != NULL) {
+        char line[256];
+        if (fgets(line, sizeof line, f) != NULL)
+            for (char *p = line; *p != '\0';) {
+                char *end;
+                unsigned long v = strtoul(p, &end, 10);
+                if (end == p)
+                    break;
+                if (v + 1 > n && v < 4096)
+                    n = (unsigned)v + 1;
+                p = *end != '\0' ? end + 1 : end;
+            }
+        fclose(f);
+    }
+    if (n == 0) {
+        long c = sysconf(_SC_NPROCESSORS_CONF);
+        n = c > 0 ? (unsigned)c : 1u;
+    }
+    return n;
 }
 
 /* ubj_fuse_uring_new -- see fuse_uring.h. */
