@@ -6,19 +6,56 @@
  */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include "fuse/fuse_io.h"
 #include "fuse/fuse_uring.h"
+
+#define IO_LAZY_MIN_NS 1000000L      /* lazy reader: first pause, 1 ms */
+#define IO_LAZY_MAX_NS 100000000L    /* ... doubling up to 100 ms */
+
+/* io_read_lazy -- the ring serves requests: read /dev/fuse without
+ * sleeping in its wait queue (fuse_io.h, "Lazy /dev/fuse") */
+static ssize_t io_read_lazy(struct ubj_fuse_io *io, int fd, void *buf, size_t len)
+{
+    pthread_mutex_lock(&io->lazy_lock);
+    if (!io->nonblock) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0)
+            io->nonblock = true;
+    }
+    long pause = IO_LAZY_MIN_NS;
+    ssize_t n;
+    for (;;) {
+        n = read(fd, buf, len);
+        if (n >= 0 || errno != EAGAIN)
+            break;
+        if (fuse_session_exited(io->se)) {
+            errno = EINTR;            /* libfuse's loop then sees the exit */
+            break;
+        }
+        struct timespec ts = { 0, pause };
+        nanosleep(&ts, NULL);
+        pause = pause * 2 > IO_LAZY_MAX_NS ? IO_LAZY_MAX_NS : pause * 2;
+    }
+    int saved = errno;
+    pthread_mutex_unlock(&io->lazy_lock);
+    errno = saved;
+    return n;
+}
 
 /* io_read -- one request, as libfuse reads it; remember an INIT's flags. */
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
     struct ubj_fuse_io *io = userdata;     /* the session's first member */
+    if (io->uring != NULL && ubj_fuse_uring_active(io->uring) > 0)
+        return io_read_lazy(io, fd, buf, len);
     ssize_t n = read(fd, buf, len);
     const size_t need = sizeof(struct fuse_in_header) + sizeof(struct fuse_init_in);
     if (n >= (ssize_t)need) {
@@ -85,6 +122,8 @@ int ubj_fuse_io_install(struct fuse_session *se, struct ubj_fuse_io *io)
         .read = io_read,
         .writev = io_writev,
     };
-    (void)io;                      /* reached as the session's userdata */
+    io->se = se;                   /* io is reached as the session's userdata */
+    if (pthread_mutex_init(&io->lazy_lock, NULL) != 0)
+        return -EINVAL;
     return fuse_session_custom_io(se, &hooks, fuse_session_fd(se)) == 0 ? 0 : -EINVAL;
 }
