@@ -337,6 +337,30 @@ static int namei_init_new(struct ubj_fs *fs, struct ubj_handle *h, struct fs_ire
     return rc;
 }
 
+/* namei_free_name -- the directory `parent` (held in *d) and the length
+ * of `name`, a valid name not yet in it: 0, or the error (nothing held):
+ * -ENOTDIR/-ENOENT for the directory, -EINVAL/-ENAMETOOLONG for the name,
+ * -EEXIST when it exists or is "." or "..". */
+static int namei_free_name(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
+                           struct fs_iref *d, size_t *len)
+{
+    ubj_ino_t other;
+    int rc = namei_dir(fs, parent, d);
+    if (rc < 0)
+        return rc;
+    rc = namei_name(name, len);
+    if (rc == 0 && namei_is_dot(name, *len))
+        rc = -EEXIST;
+    if (rc == 0) {
+        rc = namei_exists(fs, d, name, *len, &other);
+        if (rc == 1)
+            rc = -EEXIST;
+    }
+    if (rc < 0)
+        fs_iput(fs, d);
+    return rc;
+}
+
 /* namei_make -- create `name` in `parent` as described by nn. */
 static int namei_make(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent,
                       const char *name, const struct namei_new *nn,
@@ -345,18 +369,10 @@ static int namei_make(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent,
     struct fs_iref d, c;
     ubj_ino_t ino;
     size_t len;
-    int rc = namei_dir(fs, parent, &d);
+    int rc = namei_free_name(fs, parent, name, &d, &len);
     if (rc < 0)
         return rc;
-    rc = namei_name(name, &len);
-    if (rc == 0 && namei_is_dot(name, len))
-        rc = -EEXIST;
-    if (rc == 0) {
-        rc = namei_exists(fs, &d, name, len, &ino);
-        if (rc == 1)
-            rc = -EEXIST;
-    }
-    if (rc == 0 && S_ISDIR(nn->mode) && d.ip->nlink >= NAMEI_LINK_MAX)
+    if (S_ISDIR(nn->mode) && d.ip->nlink >= NAMEI_LINK_MAX)
         rc = -EMLINK;
     if (rc == 0)
         rc = fs_inode_new(fs, h, parent, nn->mode, cred, &c);
@@ -463,21 +479,11 @@ static int namei_link(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino,
                       ubj_ino_t newparent, const char *newname, struct ubj_stat *st)
 {
     struct fs_iref d, c;
-    ubj_ino_t other;
     size_t len;
-    int rc = namei_dir(fs, newparent, &d);
+    int rc = namei_free_name(fs, newparent, newname, &d, &len);
     if (rc < 0)
         return rc;
-    rc = namei_name(newname, &len);
-    if (rc == 0 && namei_is_dot(newname, len))
-        rc = -EEXIST;
-    if (rc == 0) {
-        rc = namei_exists(fs, &d, newname, len, &other);
-        if (rc == 1)
-            rc = -EEXIST;
-    }
-    if (rc == 0)
-        rc = fs_iget(fs, ino, &c);
+    rc = fs_iget(fs, ino, &c);
     if (rc < 0) {
         fs_iput(fs, &d);
         return rc;
