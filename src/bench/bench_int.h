@@ -151,6 +151,18 @@ int64_t fb_appendfilerand(struct bh_run *r, struct bh_fileset *fs, int64_t idx,
 /* fb_scaled -- max(1, n x the run's scale). */
 uint64_t fb_scaled(struct bh_run *r, uint64_t n);
 
+/* The parameters of a personality with one big fileset (fileserver,
+ * varmail, webserver): kv keys nfiles, dirwidth, filesize, iosize,
+ * appendsize (bytes; sizes 1 .. 1 MiB). */
+struct fb_params {
+    uint64_t nfiles, width, fsize, iosize, append;
+};
+
+/* fb_params_read -- read the kv over the defaults in *p and check them,
+ * then end the parameter reading (bh_params_end).  0, -EINVAL with a
+ * message naming workload `wl`, or -ECANCELED on a probe. */
+int fb_params_read(struct bh_run *r, const char *wl, struct fb_params *p);
+
 /* ---- SQLite VFS onto the run's mount (sqlite_vfs.c) -------------------- */
 
 struct bh_sqlvfs;

@@ -13,12 +13,31 @@
  */
 #include <errno.h>
 #include "bench/bench_int.h"
+#include "util/util.h"
 
 /* fb_scaled -- n x scale, at least 1. */
 uint64_t fb_scaled(struct bh_run *r, uint64_t n)
 {
     double x = (double)n * bh_params_of(r)->scale;
     return x < 1 ? 1 : (uint64_t)x;
+}
+
+/* fb_params_read -- see bench_int.h. */
+int fb_params_read(struct bh_run *r, const char *wl, struct fb_params *p)
+{
+    static const char *const keys[] = {
+        "nfiles", "dirwidth", "filesize", "iosize", "appendsize", NULL
+    };
+    int rc = bh_kv_check(r, keys);
+    if (rc == 0) rc = bh_kv_u64(r, "nfiles", p->nfiles, &p->nfiles);
+    if (rc == 0) rc = bh_kv_u64(r, "dirwidth", p->width, &p->width);
+    if (rc == 0) rc = bh_kv_u64(r, "filesize", p->fsize, &p->fsize);
+    if (rc == 0) rc = bh_kv_u64(r, "iosize", p->iosize, &p->iosize);
+    if (rc == 0) rc = bh_kv_u64(r, "appendsize", p->append, &p->append);
+    if (rc == 0 && (p->append == 0 || p->append > BH_IO_MAX || p->iosize == 0 ||
+                    p->fsize == 0))
+        rc = ubj_set_error(-EINVAL, "bench %s: sizes must be 1 .. 1 MiB", wl);
+    return rc == 0 ? bh_params_end(r) : rc;
 }
 
 /* fb_err -- a file-system error below -1. */

@@ -24,10 +24,6 @@ struct fsv_state {
     uint64_t iosize, append;
 };
 
-static const char *const fsv_keys[] = {
-    "nfiles", "dirwidth", "filesize", "iosize", "appendsize", NULL
-};
-
 /* fsv_init -- the bigfileset. */
 static int fsv_init(struct bh_run *r)
 {
@@ -35,21 +31,14 @@ static int fsv_init(struct bh_run *r)
     if (s == NULL)
         return ubj_set_error(-ENOMEM, "bench fileserver: out of memory");
     bh_set_state(r, s);
-    uint64_t nfiles, width, fsize;
-    int rc = bh_kv_check(r, fsv_keys);
-    if (rc == 0) rc = bh_kv_u64(r, "nfiles", 10000, &nfiles);
-    if (rc == 0) rc = bh_kv_u64(r, "dirwidth", 20, &width);
-    if (rc == 0) rc = bh_kv_u64(r, "filesize", 131072, &fsize);
-    if (rc == 0) rc = bh_kv_u64(r, "iosize", 1 << 20, &s->iosize);
-    if (rc == 0) rc = bh_kv_u64(r, "appendsize", 16384, &s->append);
-    if (rc == 0 && (s->append == 0 || s->append > BH_IO_MAX || s->iosize == 0 ||
-                    fsize == 0))
-        rc = ubj_set_error(-EINVAL, "bench fileserver: sizes must be 1 .. 1 MiB");
+    struct fb_params p = { .nfiles = 10000, .width = 20, .fsize = 131072,
+                           .iosize = 1 << 20, .append = 16384 };
+    int rc = fb_params_read(r, "fileserver", &p);
+    s->iosize = p.iosize;
+    s->append = p.append;
     if (rc == 0)
-        rc = bh_params_end(r);
-    if (rc == 0)
-        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, nfiles),
-                             width, (double)fsize, 1.5, 80, s->iosize);
+        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, p.nfiles),
+                             p.width, (double)p.fsize, 1.5, 80, s->iosize);
     return rc;
 }
 

@@ -24,10 +24,6 @@ struct vm_state {
     uint64_t iosize, append;
 };
 
-static const char *const vm_keys[] = {
-    "nfiles", "dirwidth", "filesize", "iosize", "appendsize", NULL
-};
-
 /* vm_init -- the bigfileset. */
 static int vm_init(struct bh_run *r)
 {
@@ -35,21 +31,14 @@ static int vm_init(struct bh_run *r)
     if (s == NULL)
         return ubj_set_error(-ENOMEM, "bench varmail: out of memory");
     bh_set_state(r, s);
-    uint64_t nfiles, width, fsize;
-    int rc = bh_kv_check(r, vm_keys);
-    if (rc == 0) rc = bh_kv_u64(r, "nfiles", 1000, &nfiles);
-    if (rc == 0) rc = bh_kv_u64(r, "dirwidth", 1000000, &width);
-    if (rc == 0) rc = bh_kv_u64(r, "filesize", 16384, &fsize);
-    if (rc == 0) rc = bh_kv_u64(r, "iosize", 1 << 20, &s->iosize);
-    if (rc == 0) rc = bh_kv_u64(r, "appendsize", 16384, &s->append);
-    if (rc == 0 && (s->append == 0 || s->append > BH_IO_MAX || s->iosize == 0 ||
-                    fsize == 0))
-        rc = ubj_set_error(-EINVAL, "bench varmail: sizes must be 1 .. 1 MiB");
+    struct fb_params p = { .nfiles = 1000, .width = 1000000, .fsize = 16384,
+                           .iosize = 1 << 20, .append = 16384 };
+    int rc = fb_params_read(r, "varmail", &p);
+    s->iosize = p.iosize;
+    s->append = p.append;
     if (rc == 0)
-        rc = bh_params_end(r);
-    if (rc == 0)
-        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, nfiles),
-                             width, (double)fsize, 1.5, 80, s->iosize);
+        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, p.nfiles),
+                             p.width, (double)p.fsize, 1.5, 80, s->iosize);
     return rc;
 }
 

@@ -23,10 +23,6 @@ struct ws_state {
     uint64_t iosize, append;
 };
 
-static const char *const ws_keys[] = {
-    "nfiles", "dirwidth", "filesize", "iosize", "appendsize", NULL
-};
-
 /* ws_init -- bigfileset and the log. */
 static int ws_init(struct bh_run *r)
 {
@@ -34,23 +30,16 @@ static int ws_init(struct bh_run *r)
     if (s == NULL)
         return ubj_set_error(-ENOMEM, "bench webserver: out of memory");
     bh_set_state(r, s);
-    uint64_t nfiles, width, fsize;
-    int rc = bh_kv_check(r, ws_keys);
-    if (rc == 0) rc = bh_kv_u64(r, "nfiles", 1000, &nfiles);
-    if (rc == 0) rc = bh_kv_u64(r, "dirwidth", 20, &width);
-    if (rc == 0) rc = bh_kv_u64(r, "filesize", 16384, &fsize);
-    if (rc == 0) rc = bh_kv_u64(r, "iosize", 1 << 20, &s->iosize);
-    if (rc == 0) rc = bh_kv_u64(r, "appendsize", 16384, &s->append);
-    if (rc == 0 && (s->append == 0 || s->append > BH_IO_MAX || s->iosize == 0 ||
-                    fsize == 0))
-        rc = ubj_set_error(-EINVAL, "bench webserver: sizes must be 1 .. 1 MiB");
+    struct fb_params p = { .nfiles = 1000, .width = 20, .fsize = 16384,
+                           .iosize = 1 << 20, .append = 16384 };
+    int rc = fb_params_read(r, "webserver", &p);
+    s->iosize = p.iosize;
+    s->append = p.append;
     if (rc == 0)
-        rc = bh_params_end(r);
+        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, p.nfiles),
+                             p.width, (double)p.fsize, 1.5, 100, s->iosize);
     if (rc == 0)
-        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, nfiles),
-                             width, (double)fsize, 1.5, 100, s->iosize);
-    if (rc == 0)
-        rc = bh_fileset_make(r, &s->log, "logfiles", 1, width, 1.0, 0, 0,
+        rc = bh_fileset_make(r, &s->log, "logfiles", 1, p.width, 1.0, 0, 0,
                              s->iosize);
     if (rc == 0)
         rc = fb_createfile(r, &s->log, bh_setup_proc(r)) < 0 ? -EIO : 0;
