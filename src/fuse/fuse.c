@@ -1323,6 +1323,10 @@ int ubj_fuse_mount(struct ubj_fuse *f, struct ubj_fs *fs, const char *mountpoint
         return -ENOMEM;
     if (ubj_fuse_io_install(f->se, &f->io) < 0)
         return -EIO;
+    if (f->io.uring != NULL && ubj_fuse_uring_start(f->io.uring) < 0) {
+        ubj_fuse_uring_free(f->io.uring);     /* /dev/fuse only */
+        f->io.uring = NULL;
+    }
     if (f->o.writeback_cache && !f->o.rdonly && !fu_wb_setup(f, mountpoint))
         f->o.writeback_cache = false;     /* before INIT: see fu_wb_setup */
     /* a shell starts background jobs with SIGINT ignored, and libfuse

@@ -91,7 +91,8 @@ static void io_amend_init(struct ubj_fuse_io *io, struct iovec *iov, int count)
         out->flags |= FUSE_HANDLE_KILLPRIV_V2;
         io->granted = true;
     }
-    if (io->uring != NULL && (io->kernel_flags2 & UBJ_FUSE_FLAGS2_OVER_IO_URING) &&
+    if (ubj_fuse_uring_ready(io->uring) &&
+        (io->kernel_flags2 & UBJ_FUSE_FLAGS2_OVER_IO_URING) &&
         iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + sizeof(uint32_t)) {
         out->flags |= FUSE_INIT_EXT;
         out->flags2 |= UBJ_FUSE_FLAGS2_OVER_IO_URING;
@@ -109,10 +110,7 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
     if (io->init_unique == 0)
         return writev(fd, iov, count);
     io_amend_init(io, iov, count);
-    n = writev(fd, iov, count);
-    if (n > 0 && io->uring_granted && io->init_unique == 0)
-        (void)ubj_fuse_uring_start(io->uring);
-    return n;
+    return writev(fd, iov, count);
 }
 
 /* ubj_fuse_io_install -- see fuse_io.h. */

@@ -98,6 +98,11 @@ struct ubj_fuse_uring {
     atomic_uint serving;             /* queues that have served a request */
     bool started;
     bool announce;                   /* say so on stderr once */
+    pthread_mutex_t lock;            /* the set-up barrier: */
+    pthread_cond_t cond;
+    unsigned setup_done, setup_failed;   /* [lock] threads that set up */
+    bool go;                         /* [lock] every thread is ready */
+    bool ready;                      /* start succeeded: ask for the ring */
 };
 
 static __thread struct uring_ent *cur;   /* the entry this thread serves */
@@ -145,7 +150,14 @@ int ubj_fuse_uring_new(struct fuse_session *se, unsigned depth, size_t max_write
     u->payload = max_write > 2u * FUSE_MIN_READ_BUFFER ? max_write : 2u * FUSE_MIN_READ_BUFFER;
     u->nt = u->nq * URING_THREADS;
     u->q = calloc(u->nt, sizeof *u->q);
-    if (u->q == NULL) {
+    if (u->q == NULL || pthread_mutex_init(&u->lock, NULL) != 0) {
+        free(u->q);
+        free(u);
+        return -ENOMEM;
+    }
+    if (pthread_cond_init(&u->cond, NULL) != 0) {
+        pthread_mutex_destroy(&u->lock);
+        free(u->q);
         free(u);
         return -ENOMEM;
     }
@@ -181,7 +193,13 @@ static int ent_submit(struct uring_ent *e, unsigned op)
     }
     memcpy(sqe->cmd, &req, sizeof req);
     io_uring_sqe_set_data(sqe, e);
-    int rc = io_uring_submit(&q->ring);
+    int rc;
+    for (int tries = 0; tries < 100; tries++) {   /* a lost entry would */
+        rc = io_uring_submit(&q->ring);            /* starve its CPU queue */
+        if (rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+            break;
+        usleep(100);
+    }
     return rc < 0 ? rc : 0;
 }
 
@@ -277,7 +295,16 @@ static void *queue_run(void *arg)
     CPU_ZERO(&set);
     CPU_SET(q->qid, &set);
     (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    if (queue_setup(q) < 0 || queue_register(q) < 0)
+    int rc = queue_setup(q);
+    pthread_mutex_lock(&u->lock);          /* report, then wait for go */
+    u->setup_done++;
+    if (rc < 0)
+        u->setup_failed++;
+    pthread_cond_broadcast(&u->cond);
+    while (!u->go && !atomic_load(&u->stop))
+        pthread_cond_wait(&u->cond, &u->lock);
+    pthread_mutex_unlock(&u->lock);
+    if (rc < 0 || atomic_load(&u->stop) || queue_register(q) < 0)
         return NULL;
     unsigned dead = 0;
     bool counted = false;
@@ -309,19 +336,66 @@ static void *queue_run(void *arg)
     return NULL;
 }
 
+/* uring_enabled -- does the kernel let FUSE use io_uring now? */
+static bool uring_enabled(void)
+{
+    char c = 'N';
+    FILE *f = fopen("/sys/module/fuse/parameters/enable_uring", "r");
+    if (f == NULL)
+        return false;
+    if (fscanf(f, " %c", &c) != 1)
+        c = 'N';
+    fclose(f);
+    return c == 'Y' || c == '1';
+}
+
+/* uring_stop -- end and join every thread started */
+static void uring_stop(struct ubj_fuse_uring *u)
+{
+    atomic_store(&u->stop, true);
+    pthread_mutex_lock(&u->lock);
+    pthread_cond_broadcast(&u->cond);
+    pthread_mutex_unlock(&u->lock);
+    for (unsigned i = 0; i < u->nt; i++)
+        if (u->q[i].started) {
+            pthread_join(u->q[i].thread, NULL);
+            u->q[i].started = false;
+        }
+}
+
 /* ubj_fuse_uring_start -- see fuse_uring.h. */
 int ubj_fuse_uring_start(struct ubj_fuse_uring *u)
 {
     if (u->started)
-        return 0;
+        return u->ready ? 0 : -EIO;
     u->started = true;
-    int ok = 0;
+    if (!uring_enabled())
+        return -EOPNOTSUPP;
+    unsigned n = 0;
     for (unsigned i = 0; i < u->nt; i++)
         if (pthread_create(&u->q[i].thread, NULL, queue_run, &u->q[i]) == 0) {
             u->q[i].started = true;
-            ok++;
+            n++;
         }
-    return ok > 0 ? 0 : -EAGAIN;
+    pthread_mutex_lock(&u->lock);
+    while (u->setup_done < n)
+        pthread_cond_wait(&u->cond, &u->lock);
+    bool ok = n == u->nt && u->setup_failed == 0;
+    u->go = ok;
+    pthread_cond_broadcast(&u->cond);
+    pthread_mutex_unlock(&u->lock);
+    if (!ok) {
+        uring_stop(u);
+        return -EIO;
+    }
+    u->ready = true;
+    return 0;
+}
+
+/* ubj_fuse_uring_ready -- see fuse_uring.h. */
+bool ubj_fuse_uring_ready(const struct ubj_fuse_uring *u)
+{
+    return u != NULL && u->ready;
 }
 
 /* ubj_fuse_uring_reply -- see fuse_uring.h. */
@@ -371,11 +445,9 @@ void ubj_fuse_uring_free(struct ubj_fuse_uring *u)
 {
     if (u == NULL)
         return;
-    atomic_store(&u->stop, true);
+    uring_stop(u);
     for (unsigned i = 0; i < u->nt; i++) {
         struct uring_queue *q = &u->q[i];
-        if (q->started)
-            pthread_join(q->thread, NULL);
         if (q->ring_ok)
             io_uring_queue_exit(&q->ring);
         for (unsigned j = 0; q->ents != NULL && j < u->depth; j++) {
@@ -384,6 +456,8 @@ void ubj_fuse_uring_free(struct ubj_fuse_uring *u)
         }
         free(q->ents);
     }
+    pthread_cond_destroy(&u->cond);
+    pthread_mutex_destroy(&u->lock);
     free(u->q);
     free(u);
 }

@@ -45,15 +45,21 @@ int ubj_fuse_uring_new(struct fuse_session *se, unsigned depth, size_t max_write
                        bool announce, struct ubj_fuse_uring **out);
 
 /*
- * ubj_fuse_uring_start -- the INIT reply asking for io_uring was written:
- * start the queue threads (two per CPU); each registers its entries (retrying while
- * the kernel is not yet initialised) and serves requests until the
- * connection ends.  Called from the writev hook (any libfuse worker).
- * 0, or a negative errno if no thread could start (requests then stay on
- * /dev/fuse only if no entry registered; the kernel falls back by itself
- * when registration fails: fc->io_uring = 0).
+ * ubj_fuse_uring_start -- before the session loop (so before INIT): when
+ * the kernel lets FUSE use io_uring (the fuse module's enable_uring), start
+ * the queue threads (two per CPU) and wait until every one has its ring
+ * and buffers.  Then they register their entries (retrying until the
+ * kernel has processed INIT) and serve requests until the connection ends.
+ * 0 if all are ready; -EOPNOTSUPP (not enabled) or -EIO (a thread or ring
+ * could not be made: all are stopped again) otherwise -- the INIT reply
+ * must then not ask for io_uring, because once it does the kernel holds
+ * every request until each CPU queue has an entry registered.
  */
 int ubj_fuse_uring_start(struct ubj_fuse_uring *u);
+
+/* ubj_fuse_uring_ready -- did ubj_fuse_uring_start succeed? (the INIT
+ * reply may ask for io_uring).  False for NULL. */
+bool ubj_fuse_uring_ready(const struct ubj_fuse_uring *u);
 
 /*
  * ubj_fuse_uring_reply -- the writev hook's question: is this reply

@@ -9,7 +9,9 @@
 # byte; a tree of files and directories with names, links, renames and
 # xattrs matches a copy made on the host; a kill -9 while a writer appends
 # with fsync keeps every acknowledged record and the image checks clean;
-# unmounting ends the ring threads (the daemon exits 0).
+# unmounting ends the ring threads (the daemon exits 0); with io_uring
+# refused to processes (kernel.io_uring_disabled) the mount falls back to
+# /dev/fuse instead of hanging.
 . "$(dirname "$0")/fuselib.bash"
 fl_need taskset dd cmp
 param=/sys/module/fuse/parameters/enable_uring
@@ -76,6 +78,26 @@ if grep -q "FUSE requests go through io_uring" "$T/trace"; then
   fl_fail "-o no_io_uring still used the ring"
 fi
 echo "  no_io_uring: /dev/fuse only"
+
+# io_uring refused to the daemon (sysctl kernel.io_uring_disabled=2): the
+# mount must fall back to /dev/fuse, not ask the kernel for the ring (which
+# would then hold every request until queues that can never register do)
+sysctl_f=/proc/sys/kernel/io_uring_disabled
+if [ -w "$sysctl_f" ]; then
+  was=$(cat "$sysctl_f")
+  echo 2 >"$sysctl_f"
+  trap 'echo "$was" >"$sysctl_f"; fl_cleanup' EXIT
+  debug_mount io_uring
+  timeout 20 sh -c "echo fallback >'$mnt/fb' && cat '$mnt/fb'" >"$T/fb.out" 2>&1 ||
+    fl_fail "with io_uring disabled the mount does not answer: $(cat "$T/fb.out")"
+  debug_umount
+  echo "$was" >"$sysctl_f"
+  trap fl_cleanup EXIT
+  if grep -q "FUSE requests go through io_uring" "$T/trace"; then
+    fl_fail "io_uring was disabled, yet the ring was used"
+  fi
+  echo "  io_uring_disabled=2: falls back to /dev/fuse"
+fi
 
 # a crash while appending with fsync (mode ubj when built: the ring's
 # replies are the acknowledgements)
