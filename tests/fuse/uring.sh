@@ -26,6 +26,8 @@ mkdir -p "$mnt"
 debug_mount() {
   "$UBJ" mount -d -o "$1" -m none "$img" "$mnt" >"$T/trace" 2>&1 &
   DPID=$!
+  FL_MOUNTS+=("$mnt")                      # fl_cleanup detaches it on failure
+  FL_PID[$mnt]=$DPID
   local i
   for ((i = 0; i < 100; i++)); do
     mountpoint -q "$mnt" && return 0
@@ -38,6 +40,7 @@ debug_mount() {
 debug_umount() {
   fusermount3 -u "$mnt"
   wait "$DPID" || fl_fail "the daemon exited $? after fusermount3 -u"
+  unset "FL_PID[$mnt]"
 }
 
 "$UBJ" mkfs -q -s 256M -m none "$img"
@@ -72,7 +75,8 @@ echo "  io_uring: requests from each CPU, 3 MiB round trip, a tree of names matc
 
 # -o no_io_uring: /dev/fuse only
 debug_mount no_io_uring
-cat "$mnt/c0" >/dev/null
+[ "$(cat "$mnt/c0" 2>&1)" = "cpu 0" ] ||
+  fl_fail "after a clean unmount and a remount, c0 reads '$(cat "$mnt/c0" 2>&1)'"
 debug_umount
 if grep -q "FUSE requests go through io_uring" "$T/trace"; then
   fl_fail "-o no_io_uring still used the ring"
