@@ -23,7 +23,7 @@
 #include "fs/fs.h"
 
 #define FALLOC_RUNS 16u                      /* extent steps per handle */
-#define FALLOC_CREDITS (FALLOC_RUNS * 16u + 4u)
+#define FALLOC_CREDITS (FALLOC_RUNS * 16u + 4u + FS_XATTR_CREDITS)
 
 struct falloc_req {
     ubj_ino_t ino;
@@ -54,7 +54,9 @@ static int falloc_finish(struct ubj_fs *fs, struct ubj_handle *h,
     if (grow)
         r->ip->size = covered;
     fs_touch(fs, r->ip, false, grow, true);
-    return fs_idirty(fs, h, r);
+    fs_remove_privs(r->ip);             /* as a write: file_modified() */
+    rc = fs_idirty(fs, h, r);
+    return rc == 0 ? fs_xattr_killpriv(fs, h, r) : rc;
 }
 
 /* falloc_round -- one handle's worth of the range. */

@@ -192,6 +192,10 @@ int fs_dir_iterate(struct ubj_fs *fs, struct fs_iref *dir, uint64_t cookie,
 /* free every node of an empty directory's tree */
 int fs_dir_destroy(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir);
 
+/* fs_remove_privs (file.c) -- clear S_ISUID, and S_ISGID when
+ * group-executable (a write, fallocate or chown: should_remove_suid()) */
+void fs_remove_privs(struct ubj_inode *ip);
+
 /* ---- xattr.c ---- */
 /* fs_xattr_free -- free the inode's xattr block, if any (inode destroy). */
 int fs_xattr_free(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);

@@ -117,6 +117,7 @@
 
 #define FU_BUCKETS 4096u          /* lookup-reference hash buckets */
 #define FU_MAX_BACKGROUND 64u     /* kernel background requests (writeback) */
+#define FU_ENOSPC_WAIT_MS 100        /* fu_enospc_wait's longest wait */
 #define FU_URING_DEPTH 1u         /* io_uring entries per queue thread */
 #define FU_GROUPS_MAX 64          /* supplementary groups looked at by access */
 #define FU_MIB (1024u * 1024u)
@@ -145,6 +146,7 @@ struct ubj_fuse {
     uint64_t reserve;         /* blocks kept for the kernel's dirty pages (WB) */
     pthread_mutex_t ref_lock;
     struct fu_ref *refs[FU_BUCKETS];   /* [ref_lock] */
+    uint64_t forgets;         /* [ref_lock] FORGETs handled, for fu_enospc_wait */
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -218,6 +220,9 @@ static int fu_ref_get(struct ubj_fuse *f, ubj_ino_t ino)
 /* fu_ref_put -- the kernel forgot n lookups of ino; the last releases it. */
 static void fu_ref_put(struct ubj_fuse *f, ubj_ino_t ino, uint64_t n)
 {
+    pthread_mutex_lock(&f->ref_lock);
+    f->forgets++;
+    pthread_mutex_unlock(&f->ref_lock);
     if (ino == UBJ_ROOT_INO)
         return;
     pthread_mutex_lock(&f->ref_lock);
@@ -429,13 +434,53 @@ static void fu_forget_multi(fuse_req_t req, size_t count,
     fuse_reply_none(req);
 }
 
+/* fu_forgets -- FORGETs handled so far */
+static uint64_t fu_forgets(struct ubj_fuse *f)
+{
+    pthread_mutex_lock(&f->ref_lock);
+    uint64_t n = f->forgets;
+    pthread_mutex_unlock(&f->ref_lock);
+    return n;
+}
+
+/* fu_enospc_wait -- a request failed with ENOSPC: an unlinked file's
+ * blocks are freed only when the kernel's FORGET of it is handled
+ * (R1), which may still be queued (or waiting for the lazy reader,
+ * fuse_io.h).  Kick the reader and wait up to FU_ENOSPC_WAIT_MS for
+ * FORGETs to arrive and stop coming; true if any did (try once more),
+ * as ext4 retries an allocation after a commit (ext4_should_retry_alloc). */
+static bool fu_enospc_wait(struct ubj_fuse *f)
+{
+    uint64_t before = fu_forgets(f), last = before;
+    struct timespec ms = { 0, 1000000L };
+    int quiet = 0;
+    ubj_fuse_io_kick(&f->io);
+    for (int i = 0; i < FU_ENOSPC_WAIT_MS && quiet < 3; i++) {
+        nanosleep(&ms, NULL);
+        uint64_t now = fu_forgets(f);
+        quiet = now != last ? 0 : (now != before ? quiet + 1 : 0);
+        last = now;
+    }
+    return last != before;
+}
+
+/* FU_RETRY -- evaluate `call` (an int or ssize_t result) and once more if
+ * it ran out of space while FORGETs were pending (fu_enospc_wait) */
+#define FU_RETRY(f, var, call)                                        \
+    do {                                                              \
+        var = (call);                                                 \
+        if (var == -ENOSPC && fu_enospc_wait(f))                      \
+            var = (call);                                             \
+    } while (0)
+
 /* fu_mknod -- a node of any type but directory and symlink. */
 static void fu_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode, dev_t rdev)
 {
     struct ubj_cred cr = fu_cred(req);
     struct ubj_stat st;
-    int rc = ubj_mknod(fu_get(req)->fs, parent, name, mode, rdev, &cr, &st);
+    int rc;
+    FU_RETRY(fu_get(req), rc, ubj_mknod(fu_get(req)->fs, parent, name, mode, rdev, &cr, &st));
     fu_reply_made(req, rc, &st, "mknod");
 }
 
@@ -445,7 +490,8 @@ static void fu_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
     struct ubj_cred cr = fu_cred(req);
     struct ubj_stat st;
-    int rc = ubj_mkdir(fu_get(req)->fs, parent, name, mode, &cr, &st);
+    int rc;
+    FU_RETRY(fu_get(req), rc, ubj_mkdir(fu_get(req)->fs, parent, name, mode, &cr, &st));
     fu_reply_made(req, rc, &st, "mkdir");
 }
 
@@ -455,7 +501,8 @@ static void fu_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 {
     struct ubj_cred cr = fu_cred(req);
     struct ubj_stat st;
-    int rc = ubj_symlink(fu_get(req)->fs, link, parent, name, &cr, &st);
+    int rc;
+    FU_RETRY(fu_get(req), rc, ubj_symlink(fu_get(req)->fs, link, parent, name, &cr, &st));
     fu_reply_made(req, rc, &st, "symlink");
 }
 
@@ -464,20 +511,25 @@ static void fu_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
                     const char *newname)
 {
     struct ubj_stat st;
-    int rc = ubj_link(fu_get(req)->fs, ino, newparent, newname, &st);
+    int rc;
+    FU_RETRY(fu_get(req), rc, ubj_link(fu_get(req)->fs, ino, newparent, newname, &st));
     fu_reply_made(req, rc, &st, "link");
 }
 
 /* fu_unlink -- unlink(2); the inode lives on while the kernel holds it. */
 static void fu_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    fu_err(req, ubj_unlink(fu_get(req)->fs, parent, name), "unlink");
+    struct ubj_fuse *f = fu_get(req);       /* req is gone after the reply */
+    fu_err(req, ubj_unlink(f->fs, parent, name), "unlink");
+    ubj_fuse_io_kick(&f->io);                /* its FORGET is coming */
 }
 
 /* fu_rmdir -- rmdir(2). */
 static void fu_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    fu_err(req, ubj_rmdir(fu_get(req)->fs, parent, name), "rmdir");
+    struct ubj_fuse *f = fu_get(req);
+    fu_err(req, ubj_rmdir(f->fs, parent, name), "rmdir");
+    ubj_fuse_io_kick(&f->io);
 }
 
 /* fu_rename -- rename(2) and renameat2(2)'s NOREPLACE and EXCHANGE. */
@@ -493,8 +545,9 @@ static void fu_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
         uf |= UBJ_RENAME_NOREPLACE;
     if (flags & RENAME_EXCHANGE)
         uf |= UBJ_RENAME_EXCHANGE;
-    fu_err(req, ubj_rename(fu_get(req)->fs, parent, name, newparent, newname, uf),
-           "rename");
+    struct ubj_fuse *f = fu_get(req);
+    fu_err(req, ubj_rename(f->fs, parent, name, newparent, newname, uf), "rename");
+    ubj_fuse_io_kick(&f->io);                /* a replaced name's FORGET */
 }
 
 /* fu_readlink -- readlink(2). */
@@ -716,7 +769,8 @@ static void fu_create(fuse_req_t req, fuse_ino_t parent, const char *name,
     struct ubj_cred cr = fu_cred(req);
     struct ubj_stat st;
     int oflags = fi->flags & ~O_TRUNC;
-    int rc = ubj_create(f->fs, parent, name, mode, &cr, &st);
+    int rc;
+    FU_RETRY(f, rc, ubj_create(f->fs, parent, name, mode, &cr, &st));
     if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
         rc = fu_create_existing(f, parent, name, &st);
         oflags = fi->flags;
@@ -782,7 +836,8 @@ static void fu_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
                      off_t off, struct fuse_file_info *fi)
 {
     struct ubj_fuse *f = fu_get(req);
-    ssize_t n = ubj_pwrite(f->fs, ino, buf, size, off);
+    ssize_t n;
+    FU_RETRY(f, n, ubj_pwrite(f->fs, ino, buf, size, off));
     if (f->wb && fi != NULL && fi->writepage)
         fu_writeback(req, ino, size, off, n);
     else if (n < 0)
@@ -828,7 +883,9 @@ static void fu_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
         fuse_reply_err(req, ENOSPC);     /* W1: not the kernel's reserve */
         return;
     }
-    fu_err(req, ubj_fallocate(f->fs, ino, mode, off, len), "fallocate");
+    int rc;
+    FU_RETRY(f, rc, ubj_fallocate(f->fs, ino, mode, off, len));
+    fu_err(req, rc, "fallocate");
 }
 
 /* ---- directories ----------------------------------------------------------- */
@@ -1379,6 +1436,7 @@ void ubj_fuse_destroy(struct ubj_fuse *f)
     ubj_fuse_uring_free(f->io.uring);     /* its threads use the session */
     f->io.uring = NULL;
     fuse_session_destroy(f->se);
+    ubj_fuse_io_fini(&f->io);
     for (unsigned i = 0; i < FU_BUCKETS; i++) {
         while (f->refs[i] != NULL) {
             struct fu_ref *r = f->refs[i];

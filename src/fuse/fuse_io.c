@@ -20,18 +20,39 @@
 #define IO_LAZY_MIN_NS 1000000L      /* lazy reader: first pause, 1 ms */
 #define IO_LAZY_MAX_NS 100000000L    /* ... doubling up to 100 ms */
 
+/* io_unlock -- cleanup handler: libfuse cancels its workers at exit,
+ * inside read(2) or the timed wait below; the lock must not stay held */
+static void io_unlock(void *lock)
+{
+    pthread_mutex_unlock(lock);
+}
+
+/* io_deadline -- now + ns on CLOCK_MONOTONIC (the condition's clock) */
+static struct timespec io_deadline(long ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += ns;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    return ts;
+}
+
 /* io_read_lazy -- the ring serves requests: read /dev/fuse without
- * sleeping in its wait queue (fuse_io.h, "Lazy /dev/fuse") */
+ * sleeping in its wait queue (fuse_io.h, "Lazy /dev/fuse"); a kick
+ * (ubj_fuse_io_kick) ends a pause at once */
 static ssize_t io_read_lazy(struct ubj_fuse_io *io, int fd, void *buf, size_t len)
 {
+    ssize_t n;
+    int saved;
     pthread_mutex_lock(&io->lazy_lock);
+    pthread_cleanup_push(io_unlock, &io->lazy_lock);
     if (!io->nonblock) {
         int fl = fcntl(fd, F_GETFL);
         if (fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0)
             io->nonblock = true;
     }
     long pause = IO_LAZY_MIN_NS;
-    ssize_t n;
     for (;;) {
         n = read(fd, buf, len);
         if (n >= 0 || errno != EAGAIN)
@@ -40,14 +61,32 @@ static ssize_t io_read_lazy(struct ubj_fuse_io *io, int fd, void *buf, size_t le
             errno = EINTR;            /* libfuse's loop then sees the exit */
             break;
         }
-        struct timespec ts = { 0, pause };
-        nanosleep(&ts, NULL);
-        pause = pause * 2 > IO_LAZY_MAX_NS ? IO_LAZY_MAX_NS : pause * 2;
+        if (io->kicks == io->kicks_seen) {
+            struct timespec ts = io_deadline(pause);
+            (void)pthread_cond_timedwait(&io->kick, &io->lazy_lock, &ts);
+        }
+        if (io->kicks != io->kicks_seen) {
+            io->kicks_seen = io->kicks;
+            pause = IO_LAZY_MIN_NS;
+        } else {
+            pause = pause * 2 > IO_LAZY_MAX_NS ? IO_LAZY_MAX_NS : pause * 2;
+        }
     }
-    int saved = errno;
-    pthread_mutex_unlock(&io->lazy_lock);
+    saved = errno;
+    pthread_cleanup_pop(1);
     errno = saved;
     return n;
+}
+
+/* ubj_fuse_io_kick -- see fuse_io.h. */
+void ubj_fuse_io_kick(struct ubj_fuse_io *io)
+{
+    if (io->se == NULL)
+        return;
+    pthread_mutex_lock(&io->lazy_lock);
+    io->kicks++;
+    pthread_cond_signal(&io->kick);
+    pthread_mutex_unlock(&io->lazy_lock);
 }
 
 /* io_read -- one request, as libfuse reads it; remember an INIT's flags. */
@@ -120,8 +159,26 @@ int ubj_fuse_io_install(struct fuse_session *se, struct ubj_fuse_io *io)
         .read = io_read,
         .writev = io_writev,
     };
-    io->se = se;                   /* io is reached as the session's userdata */
+    pthread_condattr_t ca;
     if (pthread_mutex_init(&io->lazy_lock, NULL) != 0)
         return -EINVAL;
+    if (pthread_condattr_init(&ca) != 0 ||
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+        pthread_cond_init(&io->kick, &ca) != 0) {
+        pthread_mutex_destroy(&io->lazy_lock);
+        return -EINVAL;
+    }
+    pthread_condattr_destroy(&ca);
+    io->se = se;                   /* io is reached as the session's userdata */
     return fuse_session_custom_io(se, &hooks, fuse_session_fd(se)) == 0 ? 0 : -EINVAL;
+}
+
+/* ubj_fuse_io_fini -- see fuse_io.h. */
+void ubj_fuse_io_fini(struct ubj_fuse_io *io)
+{
+    if (io->se == NULL)
+        return;
+    pthread_cond_destroy(&io->kick);
+    pthread_mutex_destroy(&io->lazy_lock);
+    io->se = NULL;
 }

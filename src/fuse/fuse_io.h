@@ -24,6 +24,8 @@ struct ubj_fuse_io {
     uint32_t kernel_flags2;  /* ... its second word (FUSE_INIT_EXT) */
     struct fuse_session *se; /* set by ubj_fuse_io_install */
     pthread_mutex_t lazy_lock;     /* one lazy /dev/fuse reader at a time */
+    pthread_cond_t kick;     /* [lazy_lock] ubj_fuse_io_kick ends a pause */
+    uint64_t kicks, kicks_seen;    /* [lazy_lock] */
     bool nonblock;           /* the descriptor was made O_NONBLOCK */
 };
 
@@ -55,11 +57,23 @@ struct ubj_fuse_io {
  * reads /dev/fuse without blocking and sleeps between tries (1 ms, doubling
  * to 100 ms while nothing comes): FORGETs wait a little and arrive batched;
  * the end of the connection (ENODEV) and the session's exit are noticed
- * within 100 ms.
+ * within 100 ms.  A reply that will make the kernel send FORGETs (unlink,
+ * rmdir, rename over a name) kicks the reader (ubj_fuse_io_kick), so an
+ * unlinked file's blocks are freed about a millisecond later, as through
+ * /dev/fuse; and a request that fails with ENOSPC kicks it and waits for
+ * the pending FORGETs before trying again (fuse.c, fu_enospc_retry).
  *
  * 0, or -EINVAL if libfuse refused the hooks.  Not thread-safe: call once,
  * before the session loop.
  */
 int ubj_fuse_io_install(struct fuse_session *se, struct ubj_fuse_io *io);
+
+/* ubj_fuse_io_kick -- wake the lazy /dev/fuse reader now (FORGETs are
+ * coming).  Thread-safe; a no-op before ubj_fuse_io_install. */
+void ubj_fuse_io_kick(struct ubj_fuse_io *io);
+
+/* ubj_fuse_io_fini -- free what ubj_fuse_io_install made; after the
+ * session (and every thread that could call the hooks) is gone. */
+void ubj_fuse_io_fini(struct ubj_fuse_io *io);
 
 #endif /* UBJ_FUSE_FUSE_IO_H */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # killpriv.sh -- set-id bits and file capabilities through the mount.  A
-# write, a truncate and a chown remove security.capability; a write clears
-# S_ISUID (and group-executable S_ISGID); a truncate by a caller without
-# CAP_FSETID clears them too (Linux's should_remove_suid()).  Checked with
+# write, a truncate, an fallocate and a chown remove security.capability; a
+# write or an fallocate clears S_ISUID (and group-executable S_ISGID); a
+# truncate by a caller without CAP_FSETID clears them too (Linux's
+# should_remove_suid()).  Checked with
 # the frontend taking that job over from the kernel (FUSE_HANDLE_KILLPRIV_V2,
 # the default: src/fuse/fuse_io.h) and with -o no_killpriv_v2; and, from
 # libfuse's request trace (-d), that the default really stops the kernel's
@@ -17,8 +18,9 @@ mnt=$T/mnt
 # caps FILE -- what getcap prints for FILE (empty: no capability)
 caps() { getcap "$1" 2>/dev/null | sed 's/^[^ ]* //'; }
 
-# mode FILE -- the permission bits in octal
-mode() { stat -c %a "$1"; }
+# mode FILE -- the permission bits in octal, from a full stat (statx for
+# the mode alone may answer from attributes the kernel still caches)
+mode() { python3 -c 'import os,sys; print("%o" % (os.stat(sys.argv[1]).st_mode & 0o7777))' "$1"; }
 
 # semantics OPT -- the checks, mounted with -o OPT
 semantics() {
@@ -39,6 +41,12 @@ semantics() {
   setpriv --bounding-set=-fsetid truncate -s 1 "$f"
   [ "$(mode "$f")" = 755 ] ||
     fl_fail "[$1] a truncate without CAP_FSETID left mode $(mode "$f"), want 755"
+  chmod 6755 "$f"
+  setcap cap_net_raw+ep "$f"
+  setpriv --bounding-set=-fsetid fallocate -l 1M "$f"
+  [ -z "$(caps "$f")" ] || fl_fail "[$1] fallocate kept the capability"
+  [ "$(mode "$f")" = 755 ] ||
+    fl_fail "[$1] fallocate without CAP_FSETID left mode $(mode "$f"), want 755"
   setcap cap_net_raw+ep "$f"
   chown 1:1 "$f"
   [ -z "$(caps "$f")" ] || fl_fail "[$1] a chown kept the capability"

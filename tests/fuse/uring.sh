@@ -68,10 +68,21 @@ for d in "$mnt/t" "$T/ref/t"; do
   rm "$d/a/f4"
 done
 diff -r --no-dereference "$T/ref/t" "$mnt/t" >"$T/diff" || fl_fail "tree differs: $(head -3 "$T/diff")"
-debug_umount
 grep -q "FUSE requests go through io_uring" "$T/trace" || fl_fail "ring not used"
-fl_fsck "$img"
 echo "  io_uring: requests from each CPU, 3 MiB round trip, a tree of names matches"
+
+# space freed by rm is there for the next write at once: an unlinked
+# file's blocks go when its FORGET is handled, which the lazy /dev/fuse
+# reader must not delay into a false ENOSPC (unlink kicks it; ENOSPC waits)
+rm -rf "$mnt/t" "$mnt/big"
+for ((k = 1; k <= 6; k++)); do
+  dd if=/dev/zero of="$mnt/fill" bs=1M count=180 status=none 2>"$T/dd.err" ||
+    fl_fail "round $k: writing 180 MiB into a 256 MiB image right after rm: $(cat "$T/dd.err")"
+  rm "$mnt/fill"
+done
+echo "  180 MiB written and removed 6 times in a 256 MiB image: no ENOSPC"
+debug_umount
+fl_fsck "$img"
 
 # -o no_io_uring: /dev/fuse only
 debug_mount no_io_uring
@@ -82,6 +93,21 @@ if grep -q "FUSE requests go through io_uring" "$T/trace"; then
   fl_fail "-o no_io_uring still used the ring"
 fi
 echo "  no_io_uring: /dev/fuse only"
+
+# SIGTERM after unlinks: the lazy /dev/fuse reader is cancelled by libfuse
+# at exit and must not leave its lock held (the daemon hung in join)
+fl_mount "$img" "$mnt" none
+mkdir -p "$mnt/s"
+for i in $(seq 1 40); do echo "$i" >"$mnt/s/f$i"; done
+rm -rf "$mnt/s"
+sleep 0.3
+pid=${FL_PID[$mnt]}
+kill -TERM "$pid"
+fl_wait_gone "$pid" 20 || fl_fail "the daemon did not exit within 20 s of SIGTERM after unlinks"
+unset "FL_PID[$mnt]"
+fusermount3 -u -z "$mnt" 2>/dev/null || true
+fl_fsck "$img"
+echo "  SIGTERM after unlinks: the daemon exits, the image is clean"
 
 # io_uring refused to the daemon (sysctl kernel.io_uring_disabled=2): the
 # mount must fall back to /dev/fuse, not ask the kernel for the ring (which

@@ -297,6 +297,9 @@ static void test_killpriv(void **state)
     sa.uid = 1000;
     assert_ok(ubj_setattr(fs, ino, &sa, NULL));
     t_cap_gone(fs, ino, 0755);
+    t_cap_set(fs, ino);                    /* fallocate: as a write */
+    assert_ok(ubj_fallocate(fs, ino, 0, 0, 8192));
+    t_cap_gone(fs, ino, 0755);
     /* S_ISGID without group execute is mandatory locking: kept */
     sa.valid = UBJ_SET_MODE;
     sa.mode = 02644;
