@@ -388,6 +388,8 @@ static void fu_init(void *userdata, struct fuse_conn_info *conn)
     if (!f->wb)
         f->reserve = 0;
     conn->max_write = UBJ_FUSE_MAX_WRITE;
+    if (f->o.max_read > 0)             /* libfuse refuses INIT unless equal */
+        conn->max_read = f->o.max_read;
     conn->max_background = FU_MAX_BACKGROUND;
     conn->congestion_threshold = FU_MAX_BACKGROUND * 3 / 4;
     conn->time_gran = 1;

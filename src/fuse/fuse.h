@@ -27,6 +27,7 @@ struct ubj_fuse_opts {
     bool debug;                /* libfuse's request trace on stderr */
     unsigned max_threads;      /* worker threads (0: libfuse's default) */
     unsigned max_idle_threads; /* idle workers kept (0: default) */
+    unsigned max_read;         /* -o max_read (bytes; 0: libfuse's) */
     bool no_io_uring;          /* serve /dev/fuse only, even where the
                                 * kernel offers FUSE over io_uring */
     bool no_killpriv_v2;       /* don't take over suid/capability clearing

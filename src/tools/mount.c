@@ -182,6 +182,17 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         rc = mount_count(v + 1, &a->fo.max_threads);
     else if (MOUNT_KEY("max_idle_threads") && v)
         rc = mount_count(v + 1, &a->fo.max_idle_threads);
+    else if (MOUNT_KEY("max_read") && v) {
+        /* the kernel's too (forwarded to libfuse), and INIT must agree */
+        uint64_t mr;
+        if (tools_parse_u64(v + 1, &mr) < 0 || mr < 4096 || mr > (1u << 30))
+            return tools_usage_err("bad value in -o %s (bytes, 4096 .. 1G)", opt);
+        a->fo.max_read = (unsigned)mr;
+        return 0;
+    } else if ((MOUNT_KEY("io_uring") || MOUNT_KEY("no_io_uring") ||
+                MOUNT_KEY("killpriv_v2") || MOUNT_KEY("no_killpriv_v2") ||
+                MOUNT_KEY("writeback_cache") || MOUNT_KEY("no_writeback_cache")) && v)
+        rc = -EINVAL;                   /* a flag given a value */
     else if (MOUNT_KEY("io_uring") && !v)
         a->fo.no_io_uring = false;
     else if (MOUNT_KEY("no_io_uring") && !v)

@@ -34,6 +34,19 @@ expect 2 "$UBJ" mount -c 1K "$img" "$mnt"
 expect 2 "$UBJ" mount -i 0 "$img" "$mnt"
 expect 2 "$UBJ" mount -o attr_timeout=x "$img" "$mnt"
 expect 2 "$UBJ" mount -o max_threads=0 "$img" "$mnt"
+expect 2 "$UBJ" mount -o io_uring=1 "$img" "$mnt"
+expect 2 "$UBJ" mount -o no_killpriv_v2=yes "$img" "$mnt"
+expect 2 "$UBJ" mount -o max_read=12 "$img" "$mnt"
+# -o max_read=N reaches the kernel and INIT agrees with it (libfuse refuses
+# an INIT whose max_read differs: the mount used to vanish)
+"$UBJ" mount -o max_read=65536 -p "$T/mr.pid" "$img" "$mnt" ||
+  fl_fail "mount -o max_read=65536 failed"
+mountpoint -q "$mnt" || fl_fail "mount -o max_read=65536 left nothing mounted"
+echo hi >"$mnt/mr" && [ "$(cat "$mnt/mr")" = hi ] || fl_fail "I/O under max_read=65536"
+rm "$mnt/mr"
+mrpid=$(cat "$T/mr.pid")
+fusermount3 -u "$mnt"
+fl_wait_gone "$mrpid" 60 || fl_fail "the max_read daemon did not exit"
 
 # mount errors: reported by the command itself, nothing left behind
 expect 1 "$UBJ" mount "$T/missing.img" "$mnt"
