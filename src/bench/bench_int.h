@@ -148,6 +148,10 @@ int64_t fb_writewholefile(struct bh_run *r, struct bh_fileset *fs, int64_t idx,
                           uint64_t iosize);
 int64_t fb_appendfilerand(struct bh_run *r, struct bh_fileset *fs, int64_t idx,
                           struct bh_proc *p, uint64_t iosize);
+/* bh_note_need -- a file set did not fit: an image of `blocks` would
+ * hold it (bh_run may run again on one, when no size was given). */
+void bh_note_need(struct bh_run *r, uint64_t blocks);
+
 /* fb_scaled -- max(1, n x the run's scale). */
 uint64_t fb_scaled(struct bh_run *r, uint64_t n);
 

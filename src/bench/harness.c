@@ -60,6 +60,7 @@
 
 struct bh_run {
     const struct bh_config *cfg;
+    uint64_t need_blocks;          /* bh_note_need: an image that would fit */
     const struct bh_workload *wl;
     struct bh_params prm;
     char kvbuf[256];
@@ -934,11 +935,18 @@ static int run_timed(struct bh_run *r, struct bh_result *out)
     return 0;
 }
 
-/* bh_run -- one complete run. */
-int bh_run(const struct bh_config *cfg, struct bh_result *out)
+/* bh_note_need -- see bench_int.h. */
+void bh_note_need(struct bh_run *r, uint64_t blocks)
 {
-    if (cfg == NULL || out == NULL)
-        return ubj_set_error(-EINVAL, "bench: no config or result");
+    if (blocks > r->need_blocks)
+        r->need_blocks = blocks;
+}
+
+/* run_once -- one complete run; *need: the image a file set would have
+ * needed (blocks), when it did not fit */
+static int run_once(const struct bh_config *cfg, struct bh_result *out,
+                    uint64_t *need)
+{
     memset(out, 0, sizeof *out);
     struct bh_run *r = calloc(1, sizeof *r);
     if (r == NULL)
@@ -965,6 +973,25 @@ int bh_run(const struct bh_config *cfg, struct bh_result *out)
         rc = run_timed(r, out);
     rc = run_teardown(r, rc);
     bh_trace_in_free(in);
+    *need = r->need_blocks;
     free(r);
+    return rc;
+}
+
+/* bh_run -- one complete run.  With no image size given, a file set that
+ * does not fit the default image is run again, once, on an image half as
+ * large again as it needs (the same every time: runs stay repeatable). */
+int bh_run(const struct bh_config *cfg, struct bh_result *out)
+{
+    if (cfg == NULL || out == NULL)
+        return ubj_set_error(-EINVAL, "bench: no config or result");
+    uint64_t need = 0;
+    int rc = run_once(cfg, out, &need);
+    if (rc == -ENOSPC && cfg->image_blocks == 0 && need > BH_DEF_IMAGE &&
+        cfg->trace_in == NULL) {
+        struct bh_config big = *cfg;
+        big.image_blocks = need + need / 2 + 16384;
+        rc = run_once(&big, out, &need);
+    }
     return rc;
 }

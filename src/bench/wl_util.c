@@ -305,6 +305,9 @@ static int fs_fits(struct bh_run *r, const struct bh_fileset *fs,
     ubj_statfs_get(bh_fs(r), &sf);
     if (blocks <= sf.bfree && files < sf.ffree)
         return 0;
+    /* blocks for the data, and for the inodes at mkfs's one per 16 KiB */
+    uint64_t used = sf.blocks - sf.bfree, inodes = sf.files - sf.ffree + files;
+    bh_note_need(r, used + blocks > inodes * 4 ? used + blocks : inodes * 4);
     return ubj_set_error(-ENOSPC, "bench %s: file set %s needs %llu MiB in %llu "
                          "files; the image has %llu MiB and %llu inodes free: "
                          "raise image_blocks or lower the scale",

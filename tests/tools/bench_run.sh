@@ -192,6 +192,13 @@ for bad in "run --bogus" "run -w nosuch" "run -m nosuch" "run -d nosuch:x" "run 
   [ "$(wc -l <"$tmp/err")" -le 2 ] || fail "bench $bad: more than one line: $(cat "$tmp/err")"
   [ -s "$tmp/out" ] && fail "bench $bad printed on stdout"
 done
+# a file set larger than the default image: without --image the run is
+# repeated on an image that holds it; with --image it fails and says so
+run 0 "$UBJ_TOOL" bench run -w fileserver -m none -d ram --scale 0.4 --ops 5 -q \
+  --csv "$tmp/big.csv"
+run 1 "$UBJ_TOOL" bench run -w fileserver -m none -d ram --scale 0.4 --ops 5 -q \
+  --image 64M --csv "$tmp/small.csv"
+grep -q "raise image_blocks" "$tmp/err" || fail "--image 64M: no 'raise image_blocks' message"
 run 0 "$UBJ_TOOL" bench run --help
 grep -q "^Usage: ubjfs bench run" "$tmp/out" || fail "bench run --help"
 
