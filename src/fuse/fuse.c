@@ -390,6 +390,8 @@ static void fu_init(void *userdata, struct fuse_conn_info *conn)
     conn->max_write = UBJ_FUSE_MAX_WRITE;
     if (f->o.max_read > 0)             /* libfuse refuses INIT unless equal */
         conn->max_read = f->o.max_read;
+    if (getenv("UBJ_FUSE_BREAK_INIT") != NULL)   /* tests/fuse/mount.sh: an */
+        conn->max_read = 1;                     /* INIT that libfuse refuses */
     conn->max_background = FU_MAX_BACKGROUND;
     conn->congestion_threshold = FU_MAX_BACKGROUND * 3 / 4;
     conn->time_gran = 1;

@@ -666,6 +666,31 @@ static int mount_serve(struct mount_args *a, int ready)
     return rc < 0 || src < 0 ? TOOLS_EXIT_ERR : TOOLS_EXIT_OK;
 }
 
+/* mount_handshake -- the daemon said it is mounted, but the kernel's INIT
+ * is answered only once its loop runs: the first access to the mount
+ * waits for that answer and fails (ENOTCONN, ECONNABORTED) if INIT failed.
+ * 0, or an exit code after saying why and detaching the dead mount. */
+static int mount_handshake(const struct mount_args *a)
+{
+    struct stat st;
+    if (stat(a->mnt_abs, &st) == 0)
+        return TOOLS_EXIT_OK;
+    int e = errno;
+    tools_err("%s: the FUSE handshake (INIT) failed: %s", a->mnt_abs, strerror(e));
+    pid_t pid = fork();
+    if (pid == 0) {                    /* fusermount3 -u -z: detach it */
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            (void)dup2(null, STDERR_FILENO);    /* often gone already */
+        execlp("fusermount3", "fusermount3", "-u", "-z", a->mnt_abs, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return TOOLS_EXIT_ERR;
+}
+
 /* mount_background -- fork; the parent waits for the child's word. */
 static int mount_background(struct mount_args *a)
 {
@@ -692,7 +717,7 @@ static int mount_background(struct mount_args *a)
     } while (n < 0 && errno == EINTR);
     close(p[0]);
     if (n == 1)
-        return TOOLS_EXIT_OK;
+        return mount_handshake(a);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;

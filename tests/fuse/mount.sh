@@ -37,6 +37,17 @@ expect 2 "$UBJ" mount -o max_threads=0 "$img" "$mnt"
 expect 2 "$UBJ" mount -o io_uring=1 "$img" "$mnt"
 expect 2 "$UBJ" mount -o no_killpriv_v2=yes "$img" "$mnt"
 expect 2 "$UBJ" mount -o max_read=12 "$img" "$mnt"
+# an INIT that fails (made to by UBJ_FUSE_BREAK_INIT) is reported by the
+# command itself: exit 1, one line, nothing left mounted
+rc=0
+UBJ_FUSE_BREAK_INIT=1 "$UBJ" mount "$img" "$mnt" >"$T/out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fl_fail "a failed INIT: mount exited $rc, want 1: $(cat "$T/out")"
+grep -q "handshake (INIT) failed" "$T/out" || fl_fail "a failed INIT: message '$(cat "$T/out")'"
+for ((i = 0; i < 100; i++)); do          # the daemon ends and lets go of the image
+  flock -n "$img" true && break
+  sleep 0.1
+done
+mountpoint -q "$mnt" && fl_fail "a failed INIT left $mnt mounted"
 # -o max_read=N reaches the kernel and INIT agrees with it (libfuse refuses
 # an INIT whose max_read differs: the mount used to vanish)
 "$UBJ" mount -o max_read=65536 -p "$T/mr.pid" "$img" "$mnt" ||
