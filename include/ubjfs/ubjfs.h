@@ -488,6 +488,15 @@ struct ubj_fs_stats {
     uint64_t nvm_model_ns;               /* NVM time charged by nvm_profile */
     double nvm_model_energy_j;           /* NVM energy charged by nvm_profile */
 };
+/*
+ * ubj_privs_killed -- how many times since mount a write, fallocate,
+ * chown or UBJ_SET_KILL_SUIDGID cleared set-id bits (a file's mode changed
+ * without a chmod).  Lock-free, thread-safe; 0 for NULL.  The FUSE
+ * frontend compares it around a write to know when the kernel's cached
+ * mode went stale (fuse_lowlevel_notify_inval_inode).
+ */
+uint64_t ubj_privs_killed(struct ubj_fs *fs);
+
 /* ubj_fs_stats_get -- counters since mount. */
 void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out);
 

@@ -54,7 +54,7 @@ static int falloc_finish(struct ubj_fs *fs, struct ubj_handle *h,
     if (grow)
         r->ip->size = covered;
     fs_touch(fs, r->ip, false, grow, true);
-    fs_remove_privs(r->ip);             /* as a write: file_modified() */
+    fs_remove_privs(fs, r->ip);             /* as a write: file_modified() */
     rc = fs_idirty(fs, h, r);
     return rc == 0 ? fs_xattr_killpriv(fs, h, r) : rc;
 }

@@ -250,12 +250,20 @@ static int file_write_block(struct ubj_fs *fs, struct ubj_handle *h, uint64_t bl
 
 /* fs_remove_privs -- clear S_ISUID, and S_ISGID when group-executable,
  * as Linux's should_remove_suid() for a write, fallocate or chown. */
-void fs_remove_privs(struct ubj_inode *ip)
+void fs_remove_privs(struct ubj_fs *fs, struct ubj_inode *ip)
 {
     uint32_t kill = S_ISUID;
     if ((ip->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
         kill |= S_ISGID;
+    if (ip->mode & kill)
+        atomic_fetch_add(&fs->privs_killed, 1);
     ip->mode &= ~kill;
+}
+
+/* ubj_privs_killed -- see ubjfs.h. */
+uint64_t ubj_privs_killed(struct ubj_fs *fs)
+{
+    return fs ? atomic_load(&fs->privs_killed) : 0;
 }
 
 /* file_write_trim -- after a failed write, free what it allocated past
@@ -278,7 +286,7 @@ static int file_write_finish(struct ubj_fs *fs, struct ubj_handle *h,
         if (r->ip->size < end)
             r->ip->size = end;
         fs_touch(fs, r->ip, false, true, true);
-        fs_remove_privs(r->ip);
+        fs_remove_privs(fs, r->ip);
         rc = fs_idirty(fs, h, r);
     }
     if (rc == 0)
@@ -484,10 +492,10 @@ static void file_setattr_apply(struct ubj_fs *fs, struct ubj_inode *ip,
         if (v & UBJ_SET_GID)
             ip->gid = sa->gid;
         if (!S_ISDIR(ip->mode))
-            fs_remove_privs(ip);
+            fs_remove_privs(fs, ip);
     }
     if ((v & UBJ_SET_KILL_SUIDGID) && !S_ISDIR(ip->mode))
-        fs_remove_privs(ip);
+        fs_remove_privs(fs, ip);
     if (v & UBJ_SET_ATIME)
         file_set_ts(&ip->atime, &ip->atime_ns, &sa->atime);
     else if (v & UBJ_SET_ATIME_NOW)

@@ -30,6 +30,7 @@
 #define UBJ_FS_FS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdbool.h>
 #include "ubjfs/ubjfs.h"
@@ -50,6 +51,7 @@ struct fs_alloc;
 
 struct ubj_fs {
     pthread_mutex_t lock;          /* the mount lock */
+    _Atomic uint64_t privs_killed; /* set-id bits cleared (ubj_privs_killed) */
     struct ubj_bdev *dev;          /* not owned */
     struct ubj_cache *cache;
     struct ubj_txn txn;
@@ -193,8 +195,9 @@ int fs_dir_iterate(struct ubj_fs *fs, struct fs_iref *dir, uint64_t cookie,
 int fs_dir_destroy(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir);
 
 /* fs_remove_privs (file.c) -- clear S_ISUID, and S_ISGID when
- * group-executable (a write, fallocate or chown: should_remove_suid()) */
-void fs_remove_privs(struct ubj_inode *ip);
+ * group-executable (a write, fallocate or chown: should_remove_suid());
+ * counts it in fs->privs_killed when a bit was set */
+void fs_remove_privs(struct ubj_fs *fs, struct ubj_inode *ip);
 
 /* ---- xattr.c ---- */
 /* fs_xattr_free -- free the inode's xattr block, if any (inode destroy). */

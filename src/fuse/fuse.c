@@ -468,6 +468,17 @@ static bool fu_enospc_wait(struct ubj_fuse *f)
     return last != before;
 }
 
+/* fu_mode_changed -- the library cleared set-id bits since ubj_privs_killed
+ * read `killed` (a write or fallocate: the reply carries no attributes):
+ * drop the kernel's cached attributes of ino, or a statx of the mode alone
+ * shows the old bits until attr_timeout.  Another file's change only costs
+ * a needless refresh. */
+static void fu_mode_changed(struct ubj_fuse *f, fuse_ino_t ino, uint64_t killed)
+{
+    if (ubj_privs_killed(f->fs) != killed)
+        (void)fuse_lowlevel_notify_inval_inode(f->se, ino, -1, 0);
+}
+
 /* FU_RETRY -- evaluate `call` (an int or ssize_t result) and once more if
  * it ran out of space while FORGETs were pending (fu_enospc_wait) */
 #define FU_RETRY(f, var, call)                                        \
@@ -841,7 +852,9 @@ static void fu_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
     struct ubj_fuse *f = fu_get(req);
     ssize_t n;
+    uint64_t killed = ubj_privs_killed(f->fs);
     FU_RETRY(f, n, ubj_pwrite(f->fs, ino, buf, size, off));
+    fu_mode_changed(f, ino, killed);
     if (f->wb && fi != NULL && fi->writepage)
         fu_writeback(req, ino, size, off, n);
     else if (n < 0)
@@ -888,7 +901,9 @@ static void fu_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
         return;
     }
     int rc;
+    uint64_t killed = ubj_privs_killed(f->fs);
     FU_RETRY(f, rc, ubj_fallocate(f->fs, ino, mode, off, len));
+    fu_mode_changed(f, ino, killed);
     fu_err(req, rc, "fallocate");
 }
 
