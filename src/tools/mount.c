@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <syslog.h>
@@ -51,6 +52,7 @@
 #include "tools.h"
 
 #define MOUNT_CACHE_MIN (64u * 4096u)    /* the library's minimum cache */
+#define MOUNT_FUSE_MAGIC 0x65735546      /* statfs f_type of FUSE (linux/magic.h) */
 
 struct mount_args {
     const char *image, *mountpoint;
@@ -669,13 +671,17 @@ static int mount_serve(struct mount_args *a, int ready)
 /* mount_handshake -- the daemon said it is mounted, but the kernel's INIT
  * is answered only once its loop runs: the first access to the mount
  * waits for that answer and fails (ENOTCONN, ECONNABORTED) if INIT failed.
+ * A daemon whose INIT failed also unmounts at once, so the access may
+ * instead find the bare directory: it must find a FUSE file system.
  * 0, or an exit code after saying why and detaching the dead mount. */
 static int mount_handshake(const struct mount_args *a)
 {
-    struct stat st;
-    if (stat(a->mnt_abs, &st) == 0)
+    struct statfs sf;
+    int e = statfs(a->mnt_abs, &sf) < 0 ? errno : 0;
+    if (e == 0 && sf.f_type == MOUNT_FUSE_MAGIC)
         return TOOLS_EXIT_OK;
-    int e = errno;
+    if (e == 0)
+        e = ENOTCONN;                      /* the daemon has unmounted */
     tools_err("%s: the FUSE handshake (INIT) failed: %s", a->mnt_abs, strerror(e));
     pid_t pid = fork();
     if (pid == 0) {                    /* fusermount3 -u -z: detach it */

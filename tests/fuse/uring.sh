@@ -22,6 +22,28 @@ img=$T/disk.img
 mnt=$T/mnt
 mkdir -p "$mnt"
 
+# uring_dump -- a step failed: say how the -d daemon is doing and show the
+# end of its trace (the test's files go at exit, so this is the evidence)
+uring_dump() {
+  trap - ERR
+  if [ -n "${DPID:-}" ] && ! kill -0 "$DPID" 2>/dev/null; then
+    local rc=0
+    wait "$DPID" 2>/dev/null || rc=$?
+    echo "the -d daemon (pid $DPID) is gone: exit status $rc" \
+      "($([ "$rc" -gt 128 ] && echo "signal $((rc - 128))" || echo "no signal"))"
+  fi
+  if [ -s "$T/trace" ]; then
+    echo "last lines of its trace ($T/trace):"
+    grep -v '^   ' "$T/trace" | tail -n 30
+  fi
+}
+trap uring_dump ERR
+fl_fail() {
+  echo "FAIL: $*"
+  uring_dump
+  exit 1
+}
+
 # debug_mount OPT -- mount in the foreground with -d, the trace in $T/trace
 debug_mount() {
   "$UBJ" mount -d -o "$1" -m none "$img" "$mnt" >"$T/trace" 2>&1 &
