@@ -102,6 +102,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +118,7 @@
 
 #define FU_BUCKETS 4096u          /* lookup-reference hash buckets */
 #define FU_MAX_BACKGROUND 64u     /* kernel background requests (writeback) */
-#define FU_ENOSPC_WAIT_MS 100        /* fu_enospc_wait's longest wait */
+#define FU_FORGET_WAIT_MS 100     /* fu_forgets_wait's longest wait */
 #define FU_URING_DEPTH 1u         /* io_uring entries per queue thread */
 #define FU_GROUPS_MAX 64          /* supplementary groups looked at by access */
 #define FU_MIB (1024u * 1024u)
@@ -146,7 +147,9 @@ struct ubj_fuse {
     uint64_t reserve;         /* blocks kept for the kernel's dirty pages (WB) */
     pthread_mutex_t ref_lock;
     struct fu_ref *refs[FU_BUCKETS];   /* [ref_lock] */
-    uint64_t forgets;         /* [ref_lock] FORGETs handled, for fu_enospc_wait */
+    uint64_t forgets;         /* [ref_lock] FORGETs handled, for fu_forgets_wait */
+    _Atomic uint64_t unlinks; /* names removed (unlink, rmdir, rename over) */
+    _Atomic uint64_t drained; /* ... when statfs last waited for FORGETs */
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -447,25 +450,40 @@ static uint64_t fu_forgets(struct ubj_fuse *f)
     return n;
 }
 
-/* fu_enospc_wait -- a request failed with ENOSPC: an unlinked file's
- * blocks are freed only when the kernel's FORGET of it is handled
- * (R1), which may still be queued (or waiting for the lazy reader,
- * fuse_io.h).  Kick the reader and wait up to FU_ENOSPC_WAIT_MS for
- * FORGETs to arrive and stop coming; true if any did (try once more),
- * as ext4 retries an allocation after a commit (ext4_should_retry_alloc). */
-static bool fu_enospc_wait(struct ubj_fuse *f)
+/* fu_forgets_wait -- an unlinked file's blocks are freed only when the
+ * kernel's FORGET of it is handled (R1), which may still wait for the lazy
+ * /dev/fuse reader (fuse_io.h).  Kick the reader and wait, up to
+ * FU_FORGET_WAIT_MS, until FORGETs stop coming (3 ms without one; with
+ * `need_one`, only after at least one came).  True if any came. */
+static bool fu_forgets_wait(struct ubj_fuse *f, bool need_one)
 {
     uint64_t before = fu_forgets(f), last = before;
     struct timespec ms = { 0, 1000000L };
     int quiet = 0;
     ubj_fuse_io_kick(&f->io);
-    for (int i = 0; i < FU_ENOSPC_WAIT_MS && quiet < 3; i++) {
+    for (int i = 0; i < FU_FORGET_WAIT_MS && quiet < 3; i++) {
         nanosleep(&ms, NULL);
         uint64_t now = fu_forgets(f);
-        quiet = now != last ? 0 : (now != before ? quiet + 1 : 0);
+        quiet = now != last ? 0 : (now != before || !need_one ? quiet + 1 : 0);
         last = now;
     }
     return last != before;
+}
+
+/* fu_enospc_wait -- a request failed with ENOSPC: wait for the pending
+ * FORGETs; true if any came (try once more), as ext4 retries an
+ * allocation after a commit (ext4_should_retry_alloc). */
+static bool fu_enospc_wait(struct ubj_fuse *f)
+{
+    return fu_forgets_wait(f, true);
+}
+
+/* fu_unlinked -- a name is gone; its inode's FORGET may follow (no kick:
+ * waking the lazy reader on every unlink cost PostMark 25%; statfs and
+ * ENOSPC wait for the FORGETs instead) */
+static void fu_unlinked(struct ubj_fuse *f)
+{
+    atomic_fetch_add_explicit(&f->unlinks, 1, memory_order_relaxed);
 }
 
 /* fu_mode_changed -- the library cleared set-id bits since ubj_privs_killed
@@ -536,7 +554,7 @@ static void fu_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     struct ubj_fuse *f = fu_get(req);       /* req is gone after the reply */
     fu_err(req, ubj_unlink(f->fs, parent, name), "unlink");
-    ubj_fuse_io_kick(&f->io);                /* its FORGET is coming */
+    fu_unlinked(f);
 }
 
 /* fu_rmdir -- rmdir(2). */
@@ -544,7 +562,7 @@ static void fu_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     struct ubj_fuse *f = fu_get(req);
     fu_err(req, ubj_rmdir(f->fs, parent, name), "rmdir");
-    ubj_fuse_io_kick(&f->io);
+    fu_unlinked(f);
 }
 
 /* fu_rename -- rename(2) and renameat2(2)'s NOREPLACE and EXCHANGE. */
@@ -562,7 +580,7 @@ static void fu_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
         uf |= UBJ_RENAME_EXCHANGE;
     struct ubj_fuse *f = fu_get(req);
     fu_err(req, ubj_rename(f->fs, parent, name, newparent, newname, uf), "rename");
-    ubj_fuse_io_kick(&f->io);                /* a replaced name's FORGET */
+    fu_unlinked(f);                          /* a replaced name's FORGET */
 }
 
 /* fu_readlink -- readlink(2). */
@@ -707,6 +725,11 @@ static void fu_statfs(fuse_req_t req, fuse_ino_t ino)
     struct statvfs v;
     (void)ino;
     struct ubj_fuse *f = fu_get(req);
+    uint64_t u = atomic_load(&f->unlinks);
+    if (u != atomic_load(&f->drained) && ubj_fuse_uring_active(f->io.uring) > 0) {
+        fu_forgets_wait(f, false);          /* rm -r x; df: x's blocks are free */
+        atomic_store(&f->drained, u);
+    }
     int rc = ubj_statfs_get(f->fs, &s);
     if (rc < 0) {
         fu_err(req, rc, "statfs");

@@ -57,11 +57,14 @@ struct ubj_fuse_io {
  * reads /dev/fuse without blocking and sleeps between tries (1 ms, doubling
  * to 100 ms while nothing comes): FORGETs wait a little and arrive batched;
  * the end of the connection (ENODEV) and the session's exit are noticed
- * within 100 ms.  A reply that will make the kernel send FORGETs (unlink,
- * rmdir, rename over a name) kicks the reader (ubj_fuse_io_kick), so an
- * unlinked file's blocks are freed about a millisecond later, as through
- * /dev/fuse; and a request that fails with ENOSPC kicks it and waits for
- * the pending FORGETs before trying again (fuse.c, fu_enospc_retry).
+ * within 100 ms.  While requests keep coming, FORGETs are handled within
+ * a few milliseconds.  Two requests must see the blocks of files just
+ * unlinked as free, so they kick the reader (ubj_fuse_io_kick) and wait
+ * until the pending FORGETs are handled (fuse.c, fu_forgets_wait): a
+ * STATFS after names were removed (`rm -r x; df`), and a request that
+ * failed with ENOSPC, before it is tried again.  Unlinks themselves do
+ * not kick: a kick wakes a thread on another CPU, and doing it on every
+ * unlink cost PostMark a quarter of its time (docs/PERFORMANCE.md).
  *
  * 0, or -EINVAL if libfuse refused the hooks.  Not thread-safe: call once,
  * before the session loop.

@@ -84,6 +84,7 @@ struct uring_queue {                 /* one thread serving CPU queue qid */
     pthread_t thread;
     bool started;
     bool ring_ok;
+    bool fixed;                      /* the session fd is registered */
     struct io_uring ring;
     struct uring_ent *ents;
 };
@@ -182,7 +183,12 @@ static int ent_submit(struct uring_ent *e, unsigned op)
     }
     memset(sqe, 0, 2 * sizeof *sqe);          /* SQE128 */
     sqe->opcode = IORING_OP_URING_CMD;
-    sqe->fd = fuse_session_fd(q->u->se);
+    if (q->fixed) {
+        sqe->fd = 0;                          /* index in the registered files */
+        sqe->flags = IOSQE_FIXED_FILE;
+    } else {
+        sqe->fd = fuse_session_fd(q->u->se);
+    }
     sqe->cmd_op = op;
     struct uring_cmd_req req = { .qid = (uint16_t)q->qid };
     if (op == URING_CMD_REGISTER) {
@@ -214,6 +220,8 @@ static int queue_setup(struct uring_queue *q)
     if (rc < 0)
         return rc;
     q->ring_ok = true;
+    int fd = fuse_session_fd(u->se);          /* no file lookup per command */
+    q->fixed = io_uring_register_files(&q->ring, &fd, 1) == 0;
     q->ents = calloc(u->depth, sizeof *q->ents);
     if (q->ents == NULL)
         return -ENOMEM;

@@ -103,6 +103,18 @@ for ((k = 1; k <= 6; k++)); do
   rm "$mnt/fill"
 done
 echo "  180 MiB written and removed 6 times in a 256 MiB image: no ENOSPC"
+# df right after rm: the file's blocks are free although its FORGET may
+# still wait for the lazy reader (asleep up to 100 ms after 0.3 s of
+# quiet): statfs waits for pending FORGETs after names were removed
+dd if=/dev/zero of="$mnt/fill" bs=1M count=100 status=none
+sleep 0.3
+bs=$(stat -f -c %S "$mnt")
+a0=$(stat -f -c %a "$mnt")
+rm "$mnt/fill"
+a1=$(stat -f -c %a "$mnt")
+freed=$(((a1 - a0) * bs / 1048576))
+[ "$freed" -ge 100 ] || fl_fail "df right after rm of 100 MiB shows $freed MiB freed"
+echo "  df right after rm: 100 MiB freed"
 debug_umount
 fl_fsck "$img"
 
