@@ -478,12 +478,13 @@ static bool fu_enospc_wait(struct ubj_fuse *f)
     return fu_forgets_wait(f, true);
 }
 
-/* fu_unlinked -- a name is gone; its inode's FORGET may follow (no kick:
- * waking the lazy reader on every unlink cost PostMark 25%; statfs and
- * ENOSPC wait for the FORGETs instead) */
+/* fu_unlinked -- a name is gone; its inode's FORGET may follow: kick the
+ * lazy reader (fuse_io.h: measured both ways, docs/PERFORMANCE.md) and
+ * count it for statfs */
 static void fu_unlinked(struct ubj_fuse *f)
 {
     atomic_fetch_add_explicit(&f->unlinks, 1, memory_order_relaxed);
+    ubj_fuse_io_kick(&f->io);
 }
 
 /* fu_mode_changed -- the library cleared set-id bits since ubj_privs_killed

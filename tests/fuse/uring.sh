@@ -13,7 +13,7 @@
 # refused to processes (kernel.io_uring_disabled) the mount falls back to
 # /dev/fuse instead of hanging.
 . "$(dirname "$0")/fuselib.bash"
-fl_need taskset dd cmp
+fl_need taskset dd cmp python3
 param=/sys/module/fuse/parameters/enable_uring
 [ -r "$param" ] || fl_skip "this kernel has no FUSE over io_uring ($param)"
 [ "$(cat "$param")" = Y ] || fl_skip "FUSE over io_uring is off ($param = N)"
@@ -108,11 +108,12 @@ echo "  180 MiB written and removed 6 times in a 256 MiB image: no ENOSPC"
 # quiet): statfs waits for pending FORGETs after names were removed
 dd if=/dev/zero of="$mnt/fill" bs=1M count=100 status=none
 sleep 0.3
-bs=$(stat -f -c %S "$mnt")
-a0=$(stat -f -c %a "$mnt")
-rm "$mnt/fill"
-a1=$(stat -f -c %a "$mnt")
-freed=$(((a1 - a0) * bs / 1048576))
+freed=$(python3 -c 'import os, sys
+m = sys.argv[1]
+a0 = os.statvfs(m).f_bavail
+os.unlink(m + "/fill")                   # and statfs at once after
+s = os.statvfs(m)
+print((s.f_bavail - a0) * s.f_frsize // 1048576)' "$mnt")
 [ "$freed" -ge 100 ] || fl_fail "df right after rm of 100 MiB shows $freed MiB freed"
 echo "  df right after rm: 100 MiB freed"
 debug_umount
