@@ -244,7 +244,21 @@ int bh_kv_u64(struct bh_run *r, const char *key, uint64_t dflt, uint64_t *out)
     return 0;
 }
 
-/* bh_kv_check -- refuse unknown keys (and pairs without '='). */
+/* kv_key_later -- does key (klen bytes) appear again in the pairs from s? */
+static bool kv_key_later(const char *s, const char *key, size_t klen)
+{
+    while (s != NULL && *s != '\0') {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (n > klen && s[klen] == '=' && strncmp(s, key, klen) == 0)
+            return true;
+        s = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+/* bh_kv_check -- refuse unknown keys, keys given twice and pairs without
+ * '='. */
 int bh_kv_check(struct bh_run *r, const char *const *known)
 {
     const char *s = r->prm.kv;
@@ -259,6 +273,9 @@ int bh_kv_check(struct bh_run *r, const char *const *known)
         if (!ok)
             return ubj_set_error(-EINVAL, "bench %s: unknown parameter '%.*s'",
                                  r->wl->name, (int)n, s);
+        if (end != NULL && kv_key_later(end + 1, s, (size_t)(eq - s)))
+            return ubj_set_error(-EINVAL, "bench %s: parameter '%.*s' given twice",
+                                 r->wl->name, (int)(eq - s), s);
         s = end ? end + 1 : NULL;
     }
     return 0;

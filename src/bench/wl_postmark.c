@@ -62,10 +62,10 @@ static int pm_params(struct bh_run *r, struct pm_state *s)
     if (rc == 0) rc = bh_kv_u64(r, "bias_create", 5, &s->bias_create);
     if (rc < 0)
         return rc;
-    if (s->min > s->max || s->max > (1ull << 30) || s->rbs == 0 || s->wbs == 0 ||
-        s->bias_read > 10 || s->bias_create > 10 || s->subdirs > 100000)
-        return ubj_set_error(-EINVAL, "bench postmark: need min <= max <= 1 GiB, "
-                             "block sizes > 0, biases 0..10, subdirs <= 100000");
+    if (s->files == 0 || s->min > s->max || s->max > (1ull << 30) || s->rbs == 0 ||
+        s->wbs == 0 || s->bias_read > 10 || s->bias_create > 10 || s->subdirs > 100000)
+        return ubj_set_error(-EINVAL, "bench postmark: need files >= 1, min <= max <= "
+                             "1 GiB, block sizes > 0, biases 0..10, subdirs <= 100000");
     double n = (double)s->files * bh_params_of(r)->scale;
     s->files = n < 1 ? 1 : (uint64_t)n;
     return bh_params_end(r);

@@ -623,7 +623,7 @@ static int bench_overview(void)
 /* tools_bench_main -- `ubjfs bench`. */
 int tools_bench_main(int argc, char **argv)
 {
-    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
         return bench_overview();
     struct bench_args a = { .ops = 100000, .runs = 5, .size = 256u << 20,
                             .fsync_ops = 2000, .nvm_dir = "/dev/shm" };

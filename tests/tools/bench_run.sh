@@ -185,7 +185,9 @@ for bad in "run --bogus" "run -w nosuch" "run -m nosuch" "run -d nosuch:x" "run 
            "run --trace-in /etc/hostname" "run -w postmark --trace-in $tmp/vm.trace" \
            "run --trace-in $tmp/vm.trace --scale 2" "-q --bogus" "--clock wall" \
            "-d nosuch:x --quick" "run -w postmark --kv files=abc" \
-           "run -w iozone --kv pattern=nosuch" "run -w postmark --kv min=9,max=1"; do
+           "run -w iozone --kv pattern=nosuch" "run -w postmark --kv min=9,max=1" \
+           "run -w postmark --kv files=10,files=20" "run -w postmark --kv files=0" \
+           "run -w varmail --kv nfiles=0"; do
   # shellcheck disable=SC2086
   run 2 "$UBJ_TOOL" bench $bad
   head -n 1 "$tmp/err" | grep -q "^ubjfs bench: " || fail "bench $bad: message '$(head -n 1 "$tmp/err")'"
@@ -201,6 +203,8 @@ run 1 "$UBJ_TOOL" bench run -w fileserver -m none -d ram --scale 0.4 --ops 5 -q 
 grep -q "raise image_blocks" "$tmp/err" || fail "--image 64M: no 'raise image_blocks' message"
 run 0 "$UBJ_TOOL" bench run --help
 grep -q "^Usage: ubjfs bench run" "$tmp/out" || fail "bench run --help"
+run 0 "$UBJ_TOOL" bench -h micro            # help, whatever follows it
+grep -q "^Usage: ubjfs bench" "$tmp/out" || fail "bench -h micro: no help"
 
 [ "$fails" -eq 0 ] && echo "tools bench_run: all checks passed"
 exit $((fails > 0))
