@@ -100,13 +100,13 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
     if (n >= (ssize_t)need) {
         struct fuse_in_header ih;
         memcpy(&ih, buf, sizeof ih);
-        if (ih.opcode == FUSE_INIT && io->init_unique == 0) {
+        if (ih.opcode == FUSE_INIT && atomic_load(&io->init_unique) == 0) {
             struct fuse_init_in in;
             memcpy(&in, (char *)buf + sizeof ih, sizeof in);
             io->kernel_flags = in.flags;
             if (in.flags & FUSE_INIT_EXT)
                 io->kernel_flags2 = in.flags2;
-            io->init_unique = ih.unique;
+            atomic_store_explicit(&io->init_unique, ih.unique, memory_order_release);
         }
     }
     return n;
@@ -120,9 +120,9 @@ static void io_amend_init(struct ubj_fuse_io *io, struct iovec *iov, int count)
         iov[1].iov_len < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t))
         return;
     memcpy(&oh, iov[0].iov_base, sizeof oh);
-    if (oh.unique != io->init_unique)
+    if (oh.unique != atomic_load_explicit(&io->init_unique, memory_order_acquire))
         return;
-    io->init_unique = 0;
+    atomic_store(&io->init_unique, 0);
     if (oh.error != 0)
         return;
     struct fuse_init_out *out = iov[1].iov_base;
@@ -146,7 +146,7 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
     ssize_t n;
     if (ubj_fuse_uring_reply(iov, count, &n))
         return n;
-    if (io->init_unique == 0)
+    if (atomic_load_explicit(&io->init_unique, memory_order_relaxed) == 0)
         return writev(fd, iov, count);
     io_amend_init(io, iov, count);
     return writev(fd, iov, count);

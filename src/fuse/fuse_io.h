@@ -8,6 +8,7 @@
 #define UBJ_FUSE_FUSE_IO_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,7 +20,9 @@ struct ubj_fuse_io {
     struct ubj_fuse_uring *uring;  /* in: ask for io_uring (NULL: don't) */
     bool granted;            /* out: the INIT reply asked for killpriv_v2 */
     bool uring_granted;      /* out: ... for FUSE over io_uring */
-    uint64_t init_unique;    /* the INIT request seen, until its reply */
+    _Atomic uint64_t init_unique;  /* the INIT request seen, until its reply
+                              * (read by every /dev/fuse reply: atomic;
+                              * published after the flags below) */
     uint32_t kernel_flags;   /* what the kernel offered in INIT */
     uint32_t kernel_flags2;  /* ... its second word (FUSE_INIT_EXT) */
     struct fuse_session *se; /* set by ubj_fuse_io_install */
