@@ -19,6 +19,57 @@ static void mb_each(void (*fn)(const char *mode))
         fn(jt_modes[i]);
 }
 
+/* mb_case -- a test that runs fn[0] once per journal mode, then fn[1]
+ * (if any) once per mode: the state cmocka hands to mb_test_each. */
+struct mb_case {
+    void (*fn[2])(const char *mode);
+};
+
+/* mb_test_each -- the body of every per-mode test (its mb_case is the
+ * prestate MB_EACH_TEST gives it). */
+static void mb_test_each(void **state)
+{
+    const struct mb_case *c = *state;
+    for (int i = 0; i < 2 && c->fn[i]; i++)
+        mb_each(c->fn[i]);
+}
+
+/* MB_EACH_TEST -- a cmocka test called `test` running the given
+ * per-mode functions (one or two) through mb_test_each. */
+#define MB_EACH_TEST(test, ...) \
+    { .name = #test, .test_func = mb_test_each, \
+      .initial_state = &(struct mb_case){ { __VA_ARGS__ } } }
+
+/* mb_done -- unmount fs; ubj_check of its device dev must say clean;
+ * destroy dev. */
+static void mb_done(struct ubj_fs *fs, struct ubj_bdev *dev)
+{
+    assert_ok(ubj_unmount(fs));
+    jt_check_clean(dev, 0);
+    ubj_bdev_destroy(dev);
+}
+
+/* mb_crash_expect -- a crash copy of dev, mounted with nbufs buffers,
+ * holds `path` as len pattern bytes of seed and checks clean after. */
+static void mb_crash_expect(struct ubj_bdev *dev, uint32_t nbufs, const char *path,
+                            size_t len, uint64_t seed)
+{
+    struct ubj_bdev *copy = jt_crash_copy(dev);
+    struct ubj_fs *fs;
+    assert_ok(jt_mount(copy, nbufs, 0, &fs));
+    jt_expect_file(fs, path, len, seed);
+    mb_done(fs, copy);
+}
+
+/* mb_jsuper -- dev's journal geometry and journal superblock. */
+static void mb_jsuper(struct ubj_bdev *dev, struct ubj_jgeom *g, struct ubj_jsuper *js)
+{
+    struct ubj_super sb;
+    assert_int_equal(ubj_bdev_read(dev, 0, 1, &sb), 0);
+    assert_ok(ubj_journal_geom(dev, &sb, g));
+    assert_ok(ubj_jsuper_read(g, js));
+}
+
 /* ---- basics ------------------------------------------------------------------ */
 
 /* mb_basic_one -- files survive unmount and remount; fsck is clean; the
@@ -44,15 +95,7 @@ static void mb_basic_one(const char *mode)
     assert_ok(jt_mount(dev, MB_BUFS, 0, &fs));
     jt_expect_file(fs, "/c", 10000, 1);
     assert_rc(tpath_stat(fs, "/b", &st), -ENOENT);
-    assert_ok(ubj_unmount(fs));
-    jt_check_clean(dev, 0);
-    ubj_bdev_destroy(dev);
-}
-
-static void test_basic(void **state)
-{
-    (void)state;
-    mb_each(mb_basic_one);
+    mb_done(fs, dev);
 }
 
 /* test_format_sizes -- default journal sizes as mke2fs, bounds, refusals. */
@@ -118,15 +161,7 @@ static void mb_crash_one(const char *mode)
     jt_expect_file(fs, "/b", 50000, 3);
     assert_rc(tpath_stat(fs, "/a", &st), -ENOENT);
     assert_rc(tpath_stat(fs, "/uncommitted", &st), -ENOENT);
-    assert_ok(ubj_unmount(fs));
-    jt_check_clean(copy, 0);
-    ubj_bdev_destroy(copy);
-}
-
-static void test_crash_copy(void **state)
-{
-    (void)state;
-    mb_each(mb_crash_one);
+    mb_done(fs, copy);
 }
 
 /* mb_group_one -- a second fsync with nothing new costs no flush; a
@@ -162,15 +197,7 @@ static void mb_group_one(const char *mode)
     ubj_fs_stats_get(fs, &s1);
     assert_true(s1.checkpoints > s0.checkpoints);
     assert_true(s1.bytes_checkpoint > s0.bytes_checkpoint);
-    assert_ok(ubj_unmount(fs));
-    jt_check_clean(dev, 0);
-    ubj_bdev_destroy(dev);
-}
-
-static void test_group_commit_and_counters(void **state)
-{
-    (void)state;
-    mb_each(mb_group_one);
+    mb_done(fs, dev);
 }
 
 /* mb_wrap_one -- a 64-block journal wraps around and checkpoints many
@@ -185,29 +212,14 @@ static void mb_wrap_one(const char *mode)
         snprintf(path, sizeof path, "/f%d", i % 17);
         jt_put_file(fs, path, (size_t)(i % 5) * 3000 + 1, (uint64_t)i);
         assert_ok(ubj_fsync(fs, tpath_ino(fs, path), 0));
-        if (i % 13 == 0) {
-            struct ubj_bdev *copy = jt_crash_copy(dev);
-            struct ubj_fs *fs2;
-            assert_ok(jt_mount(copy, 128, 0, &fs2));
-            jt_expect_file(fs2, path, (size_t)(i % 5) * 3000 + 1, (uint64_t)i);
-            assert_ok(ubj_unmount(fs2));
-            jt_check_clean(copy, 0);
-            ubj_bdev_destroy(copy);
-        }
+        if (i % 13 == 0)
+            mb_crash_expect(dev, 128, path, (size_t)(i % 5) * 3000 + 1, (uint64_t)i);
     }
     struct ubj_fs_stats st;
     ubj_fs_stats_get(fs, &st);
     assert_true(st.checkpoints > 5);
     assert_true(st.bytes_journal > 64 * JT_BS * 3);   /* wrapped several times */
-    assert_ok(ubj_unmount(fs));
-    jt_check_clean(dev, 0);
-    ubj_bdev_destroy(dev);
-}
-
-static void test_wrap_and_checkpoint(void **state)
-{
-    (void)state;
-    mb_each(mb_wrap_one);
+    mb_done(fs, dev);
 }
 
 /* ---- revoke and the tail (J3, J6) ------------------------------------------------ */
@@ -250,13 +262,10 @@ static void mb_revoke_one(const char *mode)
     assert_ok(ubj_fsync(fs, tpath_ino(fs, "/big"), 0));
     struct ubj_bdev *copy = jt_crash_copy(dev);
     /* the log holds revoke records hiding the old directory nodes */
-    struct ubj_super sb;
     struct ubj_jgeom g;
     struct ubj_jsuper js;
     struct ubj_jscan sc;
-    assert_int_equal(ubj_bdev_read(copy, 0, 1, &sb), 0);
-    assert_ok(ubj_journal_geom(copy, &sb, &g));
-    assert_ok(ubj_jsuper_read(&g, &js));
+    mb_jsuper(copy, &g, &js);
     assert_true(js.start != 0);
     assert_ok(ubj_journal_scan(&g, &js, 0, &sc));
     assert_true(sc.revoked > 0);
@@ -265,35 +274,36 @@ static void mb_revoke_one(const char *mode)
     assert_ok(jt_mount(copy, 256, 0, &fs2));
     jt_expect_file(fs2, "/big", len, 7);
     assert_rc(tpath_stat(fs2, "/d", &st), -ENOENT);
-    assert_ok(ubj_unmount(fs2));
-    jt_check_clean(copy, 0);
-    ubj_bdev_destroy(copy);
+    mb_done(fs2, copy);
     assert_ok(ubj_unmount(fs));
     ubj_bdev_destroy(dev);
-}
-
-static void test_revoke(void **state)
-{
-    (void)state;
-    mb_each(mb_revoke_one);
 }
 
 /* mb_expect_log -- the crash image's log still holds at least n
  * committed transactions (the tail did not pass them). */
 static void mb_expect_log(struct ubj_bdev *dev, uint64_t n)
 {
-    struct ubj_super sb;
     struct ubj_jgeom g;
     struct ubj_jsuper js;
     struct ubj_jscan sc;
-    assert_int_equal(ubj_bdev_read(dev, 0, 1, &sb), 0);
-    assert_ok(ubj_journal_geom(dev, &sb, &g));
-    assert_ok(ubj_jsuper_read(&g, &js));
+    mb_jsuper(dev, &g, &js);
     assert_ok(ubj_journal_scan(&g, &js, 0, &sc));
     if (sc.transactions < n)
         fail_msg("the log holds %llu transactions, expected at least %llu",
                  (unsigned long long)sc.transactions, (unsigned long long)n);
     ubj_jscan_free(&sc);
+}
+
+/* mb_reclaim_in_op -- a checkpoint from inside an operation (a handle
+ * open, as the cache's reclaim does), without a commit. */
+static void mb_reclaim_in_op(struct ubj_fs *fs)
+{
+    pthread_mutex_lock(&fs->lock);
+    struct ubj_handle *h;
+    assert_ok(ubj_txn_start(&fs->txn, 1, &h));
+    (void)ubj_txn_reclaim(&fs->txn);
+    assert_ok(ubj_txn_stop(h));
+    pthread_mutex_unlock(&fs->lock);
 }
 
 /* mb_tail_redirty -- T1 creates /a (fsync); the running transaction
@@ -310,24 +320,15 @@ static void mb_tail_redirty(const char *mode)
     assert_ok(tpath_create(fs, "/a", 0644, NULL));
     assert_ok(ubj_fsync(fs, tpath_ino(fs, "/a"), 0));    /* T1 */
     assert_ok(tpath_create(fs, "/b", 0644, NULL));        /* running: same blocks */
-    pthread_mutex_lock(&fs->lock);
-    struct ubj_handle *h;
-    assert_ok(ubj_txn_start(&fs->txn, 1, &h));            /* inside an operation */
-    (void)ubj_txn_reclaim(&fs->txn);                      /* checkpoint, no commit */
-    assert_ok(ubj_txn_stop(h));
-    pthread_mutex_unlock(&fs->lock);
+    mb_reclaim_in_op(fs);
     struct ubj_bdev *copy = jt_crash_copy(dev);
     mb_expect_log(copy, 1);
     struct ubj_fs *fs2;
     assert_ok(jt_mount(copy, 256, 0, &fs2));
     assert_ok(tpath_stat(fs2, "/a", &st));
     assert_rc(tpath_stat(fs2, "/b", &st), -ENOENT);
-    assert_ok(ubj_unmount(fs2));
-    jt_check_clean(copy, 0);
-    ubj_bdev_destroy(copy);
-    assert_ok(ubj_unmount(fs));
-    jt_check_clean(dev, 0);
-    ubj_bdev_destroy(dev);
+    mb_done(fs2, copy);
+    mb_done(fs, dev);
 }
 
 /* mb_tail_forget -- T1 makes /d with entries (fsync); the running
@@ -353,31 +354,15 @@ static void mb_tail_forget(const char *mode)
         assert_ok(tpath_unlink(fs, path));
     }
     assert_ok(tpath_rmdir(fs, "/d"));
-    pthread_mutex_lock(&fs->lock);
-    struct ubj_handle *h;
-    assert_ok(ubj_txn_start(&fs->txn, 1, &h));
-    (void)ubj_txn_reclaim(&fs->txn);
-    assert_ok(ubj_txn_stop(h));
-    pthread_mutex_unlock(&fs->lock);
+    mb_reclaim_in_op(fs);
     struct ubj_bdev *copy = jt_crash_copy(dev);
     mb_expect_log(copy, 2);
     jt_check_clean(copy, 0);
     struct ubj_fs *fs2;
     assert_ok(jt_mount(copy, 512, 0, &fs2));
     assert_int_equal(tdir_count(fs2, tpath_ino(fs2, "/d")), 40);
-    assert_ok(ubj_unmount(fs2));
-    jt_check_clean(copy, 0);
-    ubj_bdev_destroy(copy);
-    assert_ok(ubj_unmount(fs));
-    jt_check_clean(dev, 0);
-    ubj_bdev_destroy(dev);
-}
-
-static void test_tail_kept(void **state)
-{
-    (void)state;
-    mb_each(mb_tail_redirty);
-    mb_each(mb_tail_forget);
+    mb_done(fs2, copy);
+    mb_done(fs, dev);
 }
 
 /* ---- escaping, read-only, fsck, other modes ------------------------------------- */
@@ -435,12 +420,9 @@ static void test_rdonly_recovery(void **state)
     assert_true(jt_same_image(copy, orig));
     assert_int_equal(ubj_test_check(copy, UBJ_CHECK_REPAIR, NULL), UBJ_CHECK_CLEAN);
     assert_false(jt_same_image(copy, orig));      /* -y replayed it */
-    struct ubj_super sb;
     struct ubj_jgeom g;
     struct ubj_jsuper js;
-    assert_int_equal(ubj_bdev_read(copy, 0, 1, &sb), 0);
-    assert_ok(ubj_journal_geom(copy, &sb, &g));
-    assert_ok(ubj_jsuper_read(&g, &js));
+    mb_jsuper(copy, &g, &js);
     assert_int_equal(js.start, 0);                /* the log restarted */
     assert_ok(jt_mount(copy, MB_BUFS, 0, &fs));
     jt_expect_file(fs, "/r", 20000, 11);
@@ -475,9 +457,7 @@ static void test_other_modes(void **state)
     cfg.mode = UBJ_MODE_JOURNAL;
     assert_ok(ubj_mount(copy, &cfg, &fs));
     jt_expect_file(fs, "/n", 100, 13);
-    assert_ok(ubj_unmount(fs));
-    jt_check_clean(copy, 0);
-    ubj_bdev_destroy(copy);
+    mb_done(fs, copy);
 }
 
 /* test_async_commit -- one flush per commit; crash copies recover. */
@@ -497,13 +477,7 @@ static void test_async_commit(void **state)
         assert_ok(ubj_fsync(fs, tpath_ino(fs, "/a"), 0));
         uint64_t want = strcmp(jt_modes[m], UBJ_MODE_ORDERED) == 0 ? 2 : 1;
         assert_int_equal(jt_flushes(dev) - f0, want);
-        struct ubj_bdev *copy = jt_crash_copy(dev);
-        struct ubj_fs *fs2;
-        assert_ok(jt_mount(copy, MB_BUFS, 0, &fs2));
-        jt_expect_file(fs2, "/a", 6000, 15);
-        assert_ok(ubj_unmount(fs2));
-        jt_check_clean(copy, 0);
-        ubj_bdev_destroy(copy);
+        mb_crash_expect(dev, MB_BUFS, "/a", 6000, 15);
         assert_ok(ubj_unmount(fs));
         ubj_bdev_destroy(dev);
     }
@@ -548,28 +522,20 @@ static void test_big_write_journal_mode(void **state)
     jt_new_fs(MB_BLOCKS, UBJ_MODE_JOURNAL, 64, 128, &dev, &fs);
     jt_put_file(fs, "/big", 2u << 20, 17);
     assert_ok(ubj_fsync(fs, tpath_ino(fs, "/big"), 0));
-    struct ubj_bdev *copy = jt_crash_copy(dev);
-    struct ubj_fs *fs2;
-    assert_ok(jt_mount(copy, 128, 0, &fs2));
-    jt_expect_file(fs2, "/big", 2u << 20, 17);
-    assert_ok(ubj_unmount(fs2));
-    jt_check_clean(copy, 0);
-    ubj_bdev_destroy(copy);
-    assert_ok(ubj_unmount(fs));
-    jt_check_clean(dev, 0);
-    ubj_bdev_destroy(dev);
+    mb_crash_expect(dev, 128, "/big", 2u << 20, 17);
+    mb_done(fs, dev);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_basic),
+        MB_EACH_TEST(test_basic, mb_basic_one),
         cmocka_unit_test(test_format_sizes),
-        cmocka_unit_test(test_crash_copy),
-        cmocka_unit_test(test_group_commit_and_counters),
-        cmocka_unit_test(test_wrap_and_checkpoint),
-        cmocka_unit_test(test_revoke),
-        cmocka_unit_test(test_tail_kept),
+        MB_EACH_TEST(test_crash_copy, mb_crash_one),
+        MB_EACH_TEST(test_group_commit_and_counters, mb_group_one),
+        MB_EACH_TEST(test_wrap_and_checkpoint, mb_wrap_one),
+        MB_EACH_TEST(test_revoke, mb_revoke_one),
+        MB_EACH_TEST(test_tail_kept, mb_tail_redirty, mb_tail_forget),
         cmocka_unit_test(test_escaped),
         cmocka_unit_test(test_rdonly_recovery),
         cmocka_unit_test(test_other_modes),
