@@ -703,6 +703,60 @@ static int ck_pass0(struct ck *ck)
     return ck->fatal ? -1 : 0;
 }
 
+/* ---- pass 1: tree nodes (extent and directory trees alike) ------------------- */
+
+/* How the reports name one kind of tree and what its nodes are claimed as. */
+struct ck_tree {
+    const char *owner;      /* "inode", "directory" */
+    const char *node;       /* what a node is called */
+    const char *items;      /* what a node holds */
+    const char *below;      /* what a dropped node takes with it */
+    enum ck_kind kind;      /* the claim of a node */
+};
+
+static const struct ck_tree ck_ext_tree = {
+    "inode", "extent node", "entries", "the blocks it maps", CK_EXTNODE };
+static const struct ck_tree ck_dir_tree = {
+    "directory", "node", "records", "the names below it", CK_DIRNODE };
+
+/* ck_node_where -- why node blk cannot be a tree node where it is (outside
+ * the data area, or already a node of a tree), or NULL. */
+static const char *ck_node_where(const struct ck *ck, uint64_t blk)
+{
+    if (blk < ck->sb.data_start || blk >= ck->nb)
+        return "block outside the data area";
+    if (ck_bget(ck->nodes, blk))
+        return "block already used by another tree node";
+    return NULL;
+}
+
+/* ck_node_drop -- report node blk of owner ino's tree as not used (why):
+ * the tree is rebuilt without it (*bad). */
+static void ck_node_drop(struct ck *ck, const struct ck_tree *t, uint64_t ino,
+                         uint64_t blk, const char *why, bool *bad)
+{
+    ck_problem(ck, true, "%s %llu: %s %llu: %s: drop it with %s", t->owner,
+               CK_LL(ino), t->node, CK_LL(blk), why, t->below);
+    *bad = true;
+}
+
+/* ck_node_accept -- node blk (read into b, its header valid) joins owner
+ * ino's tree: a bad checksum is reported (the tree is rebuilt: *bad), the
+ * block is marked a node and claimed for record rec.  False: the claim
+ * failed (out of memory, fatal). */
+static bool ck_node_accept(struct ck *ck, const struct ck_tree *t, uint64_t rec,
+                           uint64_t ino, uint64_t blk, const uint8_t *b, bool *bad)
+{
+    if (!ck_crc_ok(ck, b)) {
+        ck_problem(ck, true, "%s %llu: %s %llu: bad checksum (%s checked one by "
+                   "one): rewrite the tree", t->owner, CK_LL(ino), t->node,
+                   CK_LL(blk), t->items);
+        *bad = true;
+    }
+    ck_bset(ck->nodes, blk);
+    return ck_claim_add(ck, rec, t->kind, blk, 0, 1, false);
+}
+
 /* ---- pass 1: extent trees -------------------------------------------------- */
 
 /* State of one extent-tree walk. */
@@ -749,31 +803,19 @@ static void ck_ext_leaf(struct ck *ck, struct ck_xw *w, const uint8_t *p,
         w->wend = *next;
 }
 
-/* ck_ext_dropnode -- report a tree node that is not used. */
-static void ck_ext_dropnode(struct ck *ck, struct ck_xw *w, uint64_t blk,
-                            const char *why)
-{
-    ck_problem(ck, true, "inode %llu: extent node %llu: %s: drop it with the "
-               "blocks it maps", CK_LL(w->ino), CK_LL(blk), why);
-    w->bad = true;
-}
-
 /* ck_ext_child -- read, check and descend into node blk of depth `depth`. */
 static void ck_ext_child(struct ck *ck, struct ck_xw *w, uint64_t blk,
                          unsigned depth, uint64_t lo, uint64_t hi)
 {
-    if (blk < ck->sb.data_start || blk >= ck->nb) {
-        ck_ext_dropnode(ck, w, blk, "block outside the data area");
-        return;
-    }
-    if (ck_bget(ck->nodes, blk)) {
-        ck_ext_dropnode(ck, w, blk, "block already used by another tree node");
+    const char *why = ck_node_where(ck, blk);
+    if (why) {
+        ck_node_drop(ck, &ck_ext_tree, w->ino, blk, why, &w->bad);
         return;
     }
     uint8_t *b = ck->lv[depth];
     if (ck_read(ck, blk, b) < 0)
         return;
-    const char *why = ck_hdr_why(b, UBJ_MAGIC_EXTENT, blk);
+    why = ck_hdr_why(b, UBJ_MAGIC_EXTENT, blk);
     struct ubj_ext_hdr h;
     memcpy(&h, b + CK_EXT_OFF, sizeof h);
     if (!why && h.magic != UBJ_EXT_MAGIC)
@@ -783,16 +825,10 @@ static void ck_ext_child(struct ck *ck, struct ck_xw *w, uint64_t blk,
     if (!why && h.depth != depth)
         why = "wrong depth";
     if (why) {
-        ck_ext_dropnode(ck, w, blk, why);
+        ck_node_drop(ck, &ck_ext_tree, w->ino, blk, why, &w->bad);
         return;
     }
-    if (!ck_crc_ok(ck, b)) {
-        ck_problem(ck, true, "inode %llu: extent node %llu: bad checksum (entries "
-                   "checked one by one): rewrite the tree", CK_LL(w->ino), CK_LL(blk));
-        w->bad = true;
-    }
-    ck_bset(ck->nodes, blk);
-    if (!ck_claim_add(ck, w->rec, CK_EXTNODE, blk, 0, 1, false))
+    if (!ck_node_accept(ck, &ck_ext_tree, w->rec, w->ino, blk, b, &w->bad))
         return;
     w->blocks++;
     ck_ext_level(ck, w, b + CK_EXT_ENTS, h.entries, depth, lo, hi);
@@ -978,14 +1014,6 @@ struct ck_dw {
 static void ck_dir_node(struct ck *ck, struct ck_dw *w, uint64_t blk,
                         unsigned level, uint64_t lo, uint64_t hi, bool root);
 
-/* ck_dir_drop -- report a directory node that is not used. */
-static void ck_dir_drop(struct ck *ck, struct ck_dw *w, uint64_t blk, const char *why)
-{
-    ck_problem(ck, true, "directory %llu: node %llu: %s: drop it with the names "
-               "below it", CK_LL(w->ino), CK_LL(blk), why);
-    w->bad = true;
-}
-
 /* ck_name_ok -- 1..255 bytes, no '/' or NUL, not "." or "..". */
 static bool ck_name_ok(const char *name, unsigned len)
 {
@@ -1139,12 +1167,9 @@ static void ck_dir_index(struct ck *ck, struct ck_dw *w, uint64_t blk, const uin
 static void ck_dir_node(struct ck *ck, struct ck_dw *w, uint64_t blk,
                         unsigned level, uint64_t lo, uint64_t hi, bool root)
 {
-    if (blk < ck->sb.data_start || blk >= ck->nb) {
-        ck_dir_drop(ck, w, blk, "block outside the data area");
-        return;
-    }
-    if (ck_bget(ck->nodes, blk)) {
-        ck_dir_drop(ck, w, blk, "block already used by another tree node");
+    const char *why = ck_node_where(ck, blk);
+    if (why) {
+        ck_node_drop(ck, &ck_dir_tree, w->ino, blk, why, &w->bad);
         return;
     }
     uint8_t *b = ck->lv[level];
@@ -1152,7 +1177,7 @@ static void ck_dir_node(struct ck *ck, struct ck_dw *w, uint64_t blk,
         return;
     struct ubj_dir_node n;
     memcpy(&n, b, sizeof n);
-    const char *why = ck_hdr_why(b, UBJ_MAGIC_DIR, blk);
+    why = ck_hdr_why(b, UBJ_MAGIC_DIR, blk);
     if (!why && n.owner != w->ino)
         why = "belongs to another directory";
     if (!why && n.level != level)
@@ -1160,16 +1185,10 @@ static void ck_dir_node(struct ck *ck, struct ck_dw *w, uint64_t blk,
     if (!why && n.used > UBJ_DIR_SPACE)
         why = "bad byte count";
     if (why) {
-        ck_dir_drop(ck, w, blk, why);
+        ck_node_drop(ck, &ck_dir_tree, w->ino, blk, why, &w->bad);
         return;
     }
-    if (!ck_crc_ok(ck, b)) {
-        ck_problem(ck, true, "directory %llu: node %llu: bad checksum (records "
-                   "checked one by one): rewrite the tree", CK_LL(w->ino), CK_LL(blk));
-        w->bad = true;
-    }
-    ck_bset(ck->nodes, blk);
-    if (!ck_claim_add(ck, w->rec, CK_DIRNODE, blk, 0, 1, false))
+    if (!ck_node_accept(ck, &ck_dir_tree, w->rec, w->ino, blk, b, &w->bad))
         return;
     w->nodes++;
     if (level == 0)
