@@ -485,43 +485,20 @@ static int bench_check_file(const struct bench_args *a, bool *created)
     return 0;
 }
 
-/* bench_parse_device -- --device SPEC: a ram or file: leaf (default
- * ram) under model layers.  -1 to go on, else an exit code. */
-static int bench_parse_device(struct bench_args *a, const char *spec)
-{
-    int ret = tools_dev_parse(spec, &a->models, &a->file);
-    if (ret < 0)
-        a->spec = spec;
-    return ret;
-}
-
 /* bench_parse_more -- the options added for device models and mode ubj.
  * -1 to go on, else an exit code. */
 static int bench_parse_more(struct bench_args *a, int c, const char *arg)
 {
     switch (c) {
-    case 'd':
-        return bench_parse_device(a, arg);
+    case 'd':      /* a ram or file: leaf (default ram) under model layers */
+        return tools_bench_device(arg, &a->spec, &a->models, &a->file);
     case 'K':
-        if (strcmp(arg, "virtual") == 0)
-            a->clock = UBJ_CLOCK_VIRTUAL;
-        else if (strcmp(arg, "real") == 0)
-            a->clock = UBJ_CLOCK_REAL;
-        else
-            return tools_usage_err("invalid --clock '%s' (virtual or real)", arg);
-        return -1;
+        return tools_bench_clock(arg, &a->clock);
     case 'D':
         a->nvm_dir = arg;
         return -1;
-    case 'P': {
-        struct ubj_nvm_model *m;
-        int rc = ubj_nvm_model_create(arg, NULL, &m);
-        if (rc < 0)
-            return tools_usage_err("invalid --nvm-profile '%s': %s", arg, tools_libmsg(rc));
-        ubj_nvm_model_destroy(m);
-        a->nvm_profile = arg;
-        return -1;
-    }
+    case 'P':
+        return tools_bench_nvm_profile(arg, &a->nvm_profile);
     default:
         return tools_bad_option();
     }
@@ -531,19 +508,11 @@ static int bench_parse_more(struct bench_args *a, int c, const char *arg)
 static int bench_parse(int argc, char **argv, struct bench_args *a)
 {
     static const struct option lo[] = {
-        { "ops", required_argument, NULL, 'n' },
+        TOOLS_BENCH_OPTIONS,
         { "runs", required_argument, NULL, 'r' },
-        { "device", required_argument, NULL, 'd' },
-        { "size", required_argument, NULL, 's' },
         { "mode", required_argument, NULL, 'm' },
-        { "cache", required_argument, NULL, 'c' },
-        { "csv", no_argument, NULL, 'C' },
         { "fsync-ops", required_argument, NULL, 'F' },
         { "force", no_argument, NULL, 'f' },
-        { "clock", required_argument, NULL, 'K' },
-        { "nvm-dir", required_argument, NULL, 'D' },
-        { "nvm-profile", required_argument, NULL, 'P' },
-        { "help", no_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
     uint64_t v;

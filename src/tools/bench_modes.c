@@ -118,35 +118,17 @@ static void bm_usage(void)
            "Exit status: 0, 1 error, 2 usage.\n", tools_prog);
 }
 
-/* bm_parse_device -- --device SPEC.  -1 to go on, else an exit code. */
-static int bm_parse_device(struct bm_args *a, const char *arg)
-{
-    int ret = tools_dev_parse(arg, &a->models, &a->file);
-    if (ret < 0)
-        a->spec = arg;
-    return ret;
-}
-
 /* bm_parse_model -- --device, --clock, --nvm-profile.  -1 to go on,
  * else an exit code. */
 static int bm_parse_model(struct bm_args *a, int c, const char *arg)
 {
-    struct ubj_nvm_model *m;
-    int rc;
     switch (c) {
     case 'd':
-        return bm_parse_device(a, arg);
+        return tools_bench_device(arg, &a->spec, &a->models, &a->file);
     case 'K':
-        if (strcmp(arg, "virtual") != 0 && strcmp(arg, "real") != 0)
-            return tools_usage_err("invalid --clock '%s' (virtual or real)", arg);
-        a->clock = strcmp(arg, "real") == 0 ? UBJ_CLOCK_REAL : UBJ_CLOCK_VIRTUAL;
-        return -1;
+        return tools_bench_clock(arg, &a->clock);
     case 'P':
-        if ((rc = ubj_nvm_model_create(arg, NULL, &m)) < 0)
-            return tools_usage_err("invalid --nvm-profile '%s': %s", arg, tools_libmsg(rc));
-        ubj_nvm_model_destroy(m);
-        a->nvm_profile = arg;
-        return -1;
+        return tools_bench_nvm_profile(arg, &a->nvm_profile);
     default:
         return tools_bad_option();
     }
@@ -175,16 +157,8 @@ static int bm_check_modes(const char *list)
 static int bm_parse(int argc, char **argv, struct bm_args *a)
 {
     static const struct option lo[] = {
-        { "ops", required_argument, NULL, 'n' },
-        { "size", required_argument, NULL, 's' },
-        { "cache", required_argument, NULL, 'c' },
-        { "device", required_argument, NULL, 'd' },
-        { "nvm-dir", required_argument, NULL, 'D' },
+        TOOLS_BENCH_OPTIONS,
         { "modes", required_argument, NULL, 'm' },
-        { "csv", no_argument, NULL, 'C' },
-        { "clock", required_argument, NULL, 'K' },
-        { "nvm-profile", required_argument, NULL, 'P' },
-        { "help", no_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
     uint64_t v;
@@ -198,14 +172,12 @@ static int bm_parse(int argc, char **argv, struct bm_args *a)
             a->ops = v;
             break;
         case 's':
-            if (tools_parse_size(optarg, &v) < 0 || v < (16u << 20))
-                return tools_usage_err("invalid size '%s' (at least 16M)", optarg);
-            a->size = v - v % 4096;
+            if ((rc = tools_bench_size(optarg, &a->size)) >= 0)
+                return rc;
             break;
         case 'c':
-            if (tools_parse_u64(optarg, &v) < 0 || v < 64 || v > (1u << 24))
-                return tools_usage_err("invalid --cache '%s'", optarg);
-            a->cache_blocks = (uint32_t)v;
+            if ((rc = tools_bench_cache(optarg, &a->cache_blocks)) >= 0)
+                return rc;
             break;
         case 'D': a->nvm_dir = optarg; break;
         case 'm':

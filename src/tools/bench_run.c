@@ -337,14 +337,10 @@ static int brun_opt_str(struct brun_args *a, int c, char *arg)
     case BO_NOPLOT: a->no_plot = true; return 0;
     case BO_QUICK: a->quick = true; return 0;
     case BO_NOSYNC: a->no_final_sync = true; return 0;
-    case BO_CLOCK:
-        if (strcmp(arg, "virtual") == 0)
-            a->clock = UBJ_CLOCK_VIRTUAL;
-        else if (strcmp(arg, "real") == 0)
-            a->clock = UBJ_CLOCK_REAL;
-        else
-            return tools_usage_err("invalid --clock '%s' (virtual or real)", arg);
-        return 0;
+    case BO_CLOCK: {
+        int rc = tools_bench_clock(arg, &a->clock);
+        return rc < 0 ? 0 : rc;
+    }
     default:
         return -1;
     }

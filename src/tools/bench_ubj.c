@@ -125,34 +125,19 @@ static void bu_usage(void)
  * layers) and --clock.  -1 to go on, else an exit code. */
 static int bu_parse_model(struct bu_args *a, int c, const char *arg)
 {
-    if (c == 'K') {
-        if (strcmp(arg, "virtual") != 0 && strcmp(arg, "real") != 0)
-            return tools_usage_err("invalid --clock '%s' (virtual or real)", arg);
-        a->clock = strcmp(arg, "real") == 0 ? UBJ_CLOCK_REAL : UBJ_CLOCK_VIRTUAL;
-        return -1;
-    }
-    int ret = tools_dev_parse(arg, &a->models, &a->file);
-    if (ret < 0)
-        a->spec = arg;
-    return ret;
+    if (c == 'K')
+        return tools_bench_clock(arg, &a->clock);
+    return tools_bench_device(arg, &a->spec, &a->models, &a->file);
 }
 
 /* bu_parse -- options into *a.  -1 to go on, else an exit code. */
 static int bu_parse(int argc, char **argv, struct bu_args *a)
 {
     static const struct option lo[] = {
-        { "ops", required_argument, NULL, 'n' },
+        TOOLS_BENCH_OPTIONS,
         { "mix-ops", required_argument, NULL, 'M' },
-        { "size", required_argument, NULL, 's' },
-        { "cache", required_argument, NULL, 'c' },
         { "recovery-size", required_argument, NULL, 'R' },
-        { "nvm-dir", required_argument, NULL, 'D' },
-        { "device", required_argument, NULL, 'd' },
-        { "csv", no_argument, NULL, 'C' },
         { "runs", required_argument, NULL, 'r' },
-        { "nvm-profile", required_argument, NULL, 'P' },
-        { "clock", required_argument, NULL, 'K' },
-        { "help", no_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };
     uint64_t v;
@@ -166,14 +151,13 @@ static int bu_parse(int argc, char **argv, struct bu_args *a)
             *(c == 'n' ? &a->ops : &a->mix_ops) = v;
             break;
         case 's': case 'R':
-            if (tools_parse_size(optarg, &v) < 0 || v < (16u << 20))
-                return tools_usage_err("invalid size '%s' (at least 16M)", optarg);
-            *(c == 's' ? &a->size : &a->recovery_size) = v - v % 4096;
+            if ((rc = tools_bench_size(optarg, c == 's' ? &a->size
+                                                        : &a->recovery_size)) >= 0)
+                return rc;
             break;
         case 'c':
-            if (tools_parse_u64(optarg, &v) < 0 || v < 64 || v > (1u << 24))
-                return tools_usage_err("invalid --cache '%s'", optarg);
-            a->cache_blocks = (uint32_t)v;
+            if ((rc = tools_bench_cache(optarg, &a->cache_blocks)) >= 0)
+                return rc;
             break;
         case 'D': a->nvm_dir = optarg; break;
         case 'P': a->nvm_profile = optarg; break;

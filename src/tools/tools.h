@@ -231,4 +231,45 @@ uint64_t tools_dev_now(struct ubj_bdev *dev);
 int tools_dev_report(FILE *f, struct ubj_bdev *dev, const char *spec,
                      const struct ubj_fs_stats *fst);
 
+/* ---- benchmark options (bench_opts.c) ---------------------------------- */
+
+/* TOOLS_BENCH_OPTIONS -- the long options `ubjfs bench micro`, `ubj` and
+ * `modes` all take (<getopt.h>), first in each one's table: a tool's own
+ * options follow, then { NULL, 0, NULL, 0 }.  The order keeps the lists
+ * getopt prints for an ambiguous abbreviation (--c: --cache --csv --clock). */
+#define TOOLS_BENCH_OPTIONS \
+    { "ops", required_argument, NULL, 'n' }, \
+    { "size", required_argument, NULL, 's' }, \
+    { "cache", required_argument, NULL, 'c' }, \
+    { "device", required_argument, NULL, 'd' }, \
+    { "nvm-dir", required_argument, NULL, 'D' }, \
+    { "csv", no_argument, NULL, 'C' }, \
+    { "clock", required_argument, NULL, 'K' }, \
+    { "nvm-profile", required_argument, NULL, 'P' }, \
+    { "help", no_argument, NULL, 'H' }
+
+/* The helpers below take one option's argument, report a usage error
+ * themselves and store the value only when it is valid.  -1 to go on,
+ * else an exit code. */
+
+/* tools_bench_device -- --device SPEC: tools_dev_parse, and *given =
+ * spec once it parsed. */
+int tools_bench_device(const char *spec, const char **given, char **models,
+                       const char **file);
+
+/* tools_bench_clock -- --clock virtual|real. */
+int tools_bench_clock(const char *arg, enum ubj_clock_kind *clock);
+
+/* tools_bench_nvm_profile -- --nvm-profile P: P must load as an NVM cost
+ * model (ubj_nvm_model_create). */
+int tools_bench_nvm_profile(const char *arg, const char **profile);
+
+/* tools_bench_cache -- --cache BLOCKS of `bench ubj` and `bench modes`:
+ * 64 .. 2^24. */
+int tools_bench_cache(const char *arg, uint32_t *blocks);
+
+/* tools_bench_size -- a SIZE of `bench ubj` and `bench modes`: at least
+ * 16M, rounded down to whole 4 KiB blocks. */
+int tools_bench_size(const char *arg, uint64_t *size);
+
 #endif /* UBJ_TOOLS_TOOLS_H */
