@@ -73,22 +73,14 @@ static int cat_file(struct ubj_fs *fs, const struct tools_spec *s, unsigned char
 int tools_cat_main(int argc, char **argv)
 {
     static const struct option lo[] = {
-        { "help", no_argument, NULL, 'H' },
-        TOOLS_NVM_LONGOPT,
+        TOOLS_IMAGE_LONGOPTS,
         { NULL, 0, NULL, 0 },
     };
-    int c;
+    int c, rc;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        switch (c) {
-        case 'H': cat_usage(); return TOOLS_EXIT_OK;
-        case TOOLS_OPT_NVM:
-            if (tools_nvm_opt(optarg) != 0)
-                return TOOLS_EXIT_USAGE;
-            break;
-        default: return tools_bad_option();
-        }
-    }
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1)
+        if ((rc = tools_image_opt(c, optarg, cat_usage)) >= 0)
+            return rc;
     if (optind >= argc)
         return tools_usage_err("missing IMAGE:/path operand");
     if (tools_specs_check(argc - optind, argv + optind) != 0)

@@ -384,25 +384,21 @@ int tools_cp_main(int argc, char **argv)
     static const struct option lo[] = {
         { "recursive", no_argument, NULL, 'r' },
         { "preserve", no_argument, NULL, 'p' },
-        { "help", no_argument, NULL, 'H' },
-        TOOLS_NVM_LONGOPT,
+        TOOLS_IMAGE_LONGOPTS,
         { NULL, 0, NULL, 0 },
     };
     struct cp_ctx c;
     memset(&c, 0, sizeof c);
     bool preserve = false;
-    int o;
+    int o, rc;
     optind = 0;
     while ((o = getopt_long(argc, argv, "rRp", lo, NULL)) != -1) {
         switch (o) {
         case 'r': case 'R': c.recursive = true; break;
         case 'p': preserve = true; break;
-        case 'H': cp_usage(); return TOOLS_EXIT_OK;
-        case TOOLS_OPT_NVM:
-            if (tools_nvm_opt(optarg) != 0)
-                return TOOLS_EXIT_USAGE;
-            break;
-        default: return tools_bad_option();
+        default:
+            if ((rc = tools_image_opt(o, optarg, cp_usage)) >= 0)
+                return rc;
         }
     }
     int n = argc - optind;

@@ -298,28 +298,20 @@ static void inspect_run(struct inspect_ctx *c)
 int tools_inspect_main(int argc, char **argv)
 {
     static const struct option lo[] = {
-        { "help", no_argument, NULL, 'H' },
-        TOOLS_NVM_LONGOPT,
+        TOOLS_IMAGE_LONGOPTS,
         { NULL, 0, NULL, 0 },
     };
-    int o;
+    int o, rc;
     optind = 0;
-    while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        switch (o) {
-        case 'H': inspect_usage(); return TOOLS_EXIT_OK;
-        case TOOLS_OPT_NVM:
-            if (tools_nvm_opt(optarg) != 0)
-                return TOOLS_EXIT_USAGE;
-            break;
-        default: return tools_bad_option();
-        }
-    }
+    while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1)
+        if ((rc = tools_image_opt(o, optarg, inspect_usage)) >= 0)
+            return rc;
     if (optind >= argc)
         return tools_usage_err("missing IMAGE");
     if (optind + 1 < argc)
         return tools_usage_err("unexpected argument '%s'", argv[optind + 1]);
     struct inspect_ctx c = { .image = argv[optind] };
-    int rc = ubj_bdev_file_open(c.image, UBJ_BDEV_RDONLY, 0, &c.dev);
+    rc = ubj_bdev_file_open(c.image, UBJ_BDEV_RDONLY, 0, &c.dev);
     if (rc < 0) {
         tools_err("%s", tools_libmsg(rc));
         return TOOLS_EXIT_ERR;

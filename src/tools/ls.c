@@ -265,25 +265,21 @@ static void ls_operand(const struct tools_spec *s, const char *arg, struct ls_op
 int tools_ls_main(int argc, char **argv)
 {
     static const struct option lo[] = {
-        { "help", no_argument, NULL, 'H' },
-        TOOLS_NVM_LONGOPT,
+        TOOLS_IMAGE_LONGOPTS,
         { NULL, 0, NULL, 0 },
     };
     static struct ls_opts o;           /* large: the -R stack */
     o.first = true;
-    int c;
+    int c, rc;
     optind = 0;
     while ((c = getopt_long(argc, argv, "laR", lo, NULL)) != -1) {
         switch (c) {
         case 'l': o.longfmt = true; break;
         case 'a': o.all = true; break;
         case 'R': o.recursive = true; break;
-        case 'H': ls_usage(); return TOOLS_EXIT_OK;
-        case TOOLS_OPT_NVM:
-            if (tools_nvm_opt(optarg) != 0)
-                return TOOLS_EXIT_USAGE;
-            break;
-        default: return tools_bad_option();
+        default:
+            if ((rc = tools_image_opt(c, optarg, ls_usage)) >= 0)
+                return rc;
         }
     }
     if (optind >= argc)

@@ -110,22 +110,18 @@ static int stat_operand(const char *arg, bool follow)
 int tools_stat_main(int argc, char **argv)
 {
     static const struct option lo[] = {
-        { "help", no_argument, NULL, 'H' },
-        TOOLS_NVM_LONGOPT,
+        TOOLS_IMAGE_LONGOPTS,
         { NULL, 0, NULL, 0 },
     };
     bool follow = false;
-    int c;
+    int c, rc;
     optind = 0;
     while ((c = getopt_long(argc, argv, "L", lo, NULL)) != -1) {
         switch (c) {
         case 'L': follow = true; break;
-        case 'H': stat_usage(); return TOOLS_EXIT_OK;
-        case TOOLS_OPT_NVM:
-            if (tools_nvm_opt(optarg) != 0)
-                return TOOLS_EXIT_USAGE;
-            break;
-        default: return tools_bad_option();
+        default:
+            if ((rc = tools_image_opt(c, optarg, stat_usage)) >= 0)
+                return rc;
         }
     }
     if (optind >= argc)

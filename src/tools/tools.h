@@ -121,6 +121,16 @@ int tools_specs_check(int n, char **ops);
  * 0, or a reported usage error (2) for an empty PATH. */
 int tools_nvm_opt(const char *path);
 
+/* TOOLS_IMAGE_LONGOPTS -- --help and --nvm, the last long options of
+ * every subcommand that reads an image through IMAGE:/path operands or
+ * an IMAGE (ls, stat, cat, cp, inspect). */
+#define TOOLS_IMAGE_LONGOPTS { "help", no_argument, NULL, 'H' }, TOOLS_NVM_LONGOPT
+
+/* tools_image_opt -- the getopt cases those subcommands share: 'H'
+ * (usage(), then 0), --nvm PATH, anything else (getopt said what) a
+ * usage error.  -1 to go on, else an exit code. */
+int tools_image_opt(int c, const char *arg, void (*usage)(void));
+
 /* tools_nvm_path -- --nvm's PATH, else $UBJFS_NVM, else NULL. */
 const char *tools_nvm_path(void);
 

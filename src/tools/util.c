@@ -234,6 +234,20 @@ int tools_nvm_opt(const char *path)
     return 0;
 }
 
+/* tools_image_opt -- --help, --nvm, or a bad option. */
+int tools_image_opt(int c, const char *arg, void (*usage)(void))
+{
+    switch (c) {
+    case 'H':
+        usage();
+        return TOOLS_EXIT_OK;
+    case TOOLS_OPT_NVM:
+        return tools_nvm_opt(arg) != 0 ? TOOLS_EXIT_USAGE : -1;
+    default:
+        return tools_bad_option();
+    }
+}
+
 /* tools_nvm_path -- --nvm, else $UBJFS_NVM, else NULL. */
 const char *tools_nvm_path(void)
 {
