@@ -167,6 +167,24 @@ struct fb_params {
  * message naming workload `wl`, or -ECANCELED on a probe. */
 int fb_params_read(struct bh_run *r, const char *wl, struct fb_params *p);
 
+/* The run state of such a personality: the big fileset, webserver's log
+ * (left empty by the others), the I/O and append sizes. */
+struct fb_state {
+    struct bh_fileset set, log;
+    uint64_t iosize, append;
+};
+
+/* fb_state_init -- a new fb_state as the run's state (bh_state): the kv
+ * read over the defaults in *p (fb_params_read: *p holds the values
+ * used), then the "bigfileset" of p->nfiles (scaled) files made,
+ * prealloc_pct percent of them written.  0, or a negative errno with a
+ * message naming workload `wl`. */
+int fb_state_init(struct bh_run *r, const char *wl, struct fb_params *p,
+                  unsigned prealloc_pct);
+
+/* fb_state_fini -- free the run's fb_state (its file sets too). */
+void fb_state_fini(struct bh_run *r);
+
 /* ---- SQLite VFS onto the run's mount (sqlite_vfs.c) -------------------- */
 
 struct bh_sqlvfs;

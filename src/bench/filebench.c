@@ -10,8 +10,12 @@
  * in [1, iosize] (Filebench: random size up to iosize).  Processes run one
  * at a time (harness.c), so an entry cannot be removed under a flowop
  * sequence that opened it.
+ *
+ * Also the parameters and run state of the personalities with one big
+ * fileset (fileserver, varmail, webserver): fb_params_read, fb_state_*.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include "bench/bench_int.h"
 #include "util/util.h"
 
@@ -40,6 +44,35 @@ int fb_params_read(struct bh_run *r, const char *wl, struct fb_params *p)
     if (rc == 0 && (p->nfiles == 0 || p->width == 0))
         rc = ubj_set_error(-EINVAL, "bench %s: nfiles and dirwidth must be >= 1", wl);
     return rc == 0 ? bh_params_end(r) : rc;
+}
+
+/* fb_state_init -- see bench_int.h. */
+int fb_state_init(struct bh_run *r, const char *wl, struct fb_params *p,
+                  unsigned prealloc_pct)
+{
+    struct fb_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return ubj_set_error(-ENOMEM, "bench %s: out of memory", wl);
+    bh_set_state(r, s);
+    int rc = fb_params_read(r, wl, p);
+    s->iosize = p->iosize;
+    s->append = p->append;
+    if (rc == 0)
+        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, p->nfiles),
+                             p->width, (double)p->fsize, 1.5, prealloc_pct, s->iosize);
+    return rc;
+}
+
+/* fb_state_fini -- see bench_int.h: detach the state, then free it. */
+void fb_state_fini(struct bh_run *r)
+{
+    struct fb_state *s = bh_state(r);
+    bh_set_state(r, NULL);
+    if (s == NULL)
+        return;
+    bh_fileset_free(&s->set);
+    bh_fileset_free(&s->log);
+    free(s);
 }
 
 /* fb_err -- a file-system error below -1. */

@@ -14,38 +14,20 @@
  * Default 1000 transactions (Filebench runs for a time).
  * kv: nfiles, dirwidth, filesize, iosize, appendsize.
  */
-#include <errno.h>
-#include <stdlib.h>
 #include "bench/bench_int.h"
-#include "util/util.h"
-
-struct fsv_state {
-    struct bh_fileset set;
-    uint64_t iosize, append;
-};
 
 /* fsv_init -- the bigfileset. */
 static int fsv_init(struct bh_run *r)
 {
-    struct fsv_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return ubj_set_error(-ENOMEM, "bench fileserver: out of memory");
-    bh_set_state(r, s);
     struct fb_params p = { .nfiles = 10000, .width = 20, .fsize = 131072,
                            .iosize = 1 << 20, .append = 16384 };
-    int rc = fb_params_read(r, "fileserver", &p);
-    s->iosize = p.iosize;
-    s->append = p.append;
-    if (rc == 0)
-        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, p.nfiles),
-                             p.width, (double)p.fsize, 1.5, 80, s->iosize);
-    return rc;
+    return fb_state_init(r, "fileserver", &p, 80);
 }
 
 /* fsv_op -- one pass of the flowop list. */
 static int fsv_op(struct bh_run *r, struct bh_proc *p)
 {
-    struct fsv_state *s = bh_state(r);
+    struct fb_state *s = bh_state(r);
     struct bh_fileset *fs = &s->set;
     int64_t fd = fb_createfile(r, fs, p);
     if (fd >= -1) fd = fb_writewholefile(r, fs, fd, s->iosize);
@@ -61,16 +43,6 @@ static int fsv_op(struct bh_run *r, struct bh_proc *p)
     return fd < -1 ? (int)fd : 0;
 }
 
-/* fsv_fini -- free the state. */
-static void fsv_fini(struct bh_run *r)
-{
-    struct fsv_state *s = bh_state(r);
-    if (s != NULL)
-        bh_fileset_free(&s->set);
-    free(s);
-    bh_set_state(r, NULL);
-}
-
 const struct bh_workload bh_wl_fileserver = {
     .name = "fileserver",
     .summary = "Filebench fileserver.f: whole-file create/write/append/read/"
@@ -79,5 +51,5 @@ const struct bh_workload bh_wl_fileserver = {
     .default_ops = 1000,
     .init = fsv_init,
     .op = fsv_op,
-    .fini = fsv_fini,
+    .fini = fb_state_fini,
 };

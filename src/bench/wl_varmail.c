@@ -14,38 +14,20 @@
  * Filebench runs for a time; our default is 2000 transactions.
  * kv: nfiles, dirwidth, filesize, iosize, appendsize.
  */
-#include <errno.h>
-#include <stdlib.h>
 #include "bench/bench_int.h"
-#include "util/util.h"
-
-struct vm_state {
-    struct bh_fileset set;
-    uint64_t iosize, append;
-};
 
 /* vm_init -- the bigfileset. */
 static int vm_init(struct bh_run *r)
 {
-    struct vm_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return ubj_set_error(-ENOMEM, "bench varmail: out of memory");
-    bh_set_state(r, s);
     struct fb_params p = { .nfiles = 1000, .width = 1000000, .fsize = 16384,
                            .iosize = 1 << 20, .append = 16384 };
-    int rc = fb_params_read(r, "varmail", &p);
-    s->iosize = p.iosize;
-    s->append = p.append;
-    if (rc == 0)
-        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, p.nfiles),
-                             p.width, (double)p.fsize, 1.5, 80, s->iosize);
-    return rc;
+    return fb_state_init(r, "varmail", &p, 80);
 }
 
 /* vm_op -- one pass of the flowop list. */
 static int vm_op(struct bh_run *r, struct bh_proc *p)
 {
-    struct vm_state *s = bh_state(r);
+    struct fb_state *s = bh_state(r);
     struct bh_fileset *fs = &s->set;
     int64_t rc = fb_deletefile(r, fs, p);
     int64_t fd = rc < -1 ? rc : fb_createfile(r, fs, p);
@@ -63,16 +45,6 @@ static int vm_op(struct bh_run *r, struct bh_proc *p)
     return fd < -1 ? (int)fd : 0;
 }
 
-/* vm_fini -- free the state. */
-static void vm_fini(struct bh_run *r)
-{
-    struct vm_state *s = bh_state(r);
-    if (s != NULL)
-        bh_fileset_free(&s->set);
-    free(s);
-    bh_set_state(r, NULL);
-}
-
 const struct bh_workload bh_wl_varmail = {
     .name = "varmail",
     .summary = "Filebench varmail.f: mail server (create/append/fsync/read/delete)",
@@ -80,5 +52,5 @@ const struct bh_workload bh_wl_varmail = {
     .default_ops = 2000,
     .init = vm_init,
     .op = vm_op,
-    .fini = vm_fini,
+    .fini = fb_state_fini,
 };

@@ -14,30 +14,15 @@
  * kv: nfiles, dirwidth, filesize, iosize, appendsize.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include "bench/bench_int.h"
-#include "util/util.h"
-
-struct ws_state {
-    struct bh_fileset set, log;
-    uint64_t iosize, append;
-};
 
 /* ws_init -- bigfileset and the log. */
 static int ws_init(struct bh_run *r)
 {
-    struct ws_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return ubj_set_error(-ENOMEM, "bench webserver: out of memory");
-    bh_set_state(r, s);
     struct fb_params p = { .nfiles = 1000, .width = 20, .fsize = 16384,
                            .iosize = 1 << 20, .append = 16384 };
-    int rc = fb_params_read(r, "webserver", &p);
-    s->iosize = p.iosize;
-    s->append = p.append;
-    if (rc == 0)
-        rc = bh_fileset_make(r, &s->set, "bigfileset", fb_scaled(r, p.nfiles),
-                             p.width, (double)p.fsize, 1.5, 100, s->iosize);
+    int rc = fb_state_init(r, "webserver", &p, 100);
+    struct fb_state *s = bh_state(r);
     if (rc == 0)
         rc = bh_fileset_make(r, &s->log, "logfiles", 1, p.width, 1.0, 0, 0,
                              s->iosize);
@@ -51,7 +36,7 @@ static int ws_init(struct bh_run *r)
 /* ws_op -- one pass of the flowop list. */
 static int ws_op(struct bh_run *r, struct bh_proc *p)
 {
-    struct ws_state *s = bh_state(r);
+    struct fb_state *s = bh_state(r);
     int64_t fd = 0;
     for (unsigned k = 0; k < 10 && fd >= -1; k++) {
         fd = fb_openfile(r, &s->set, p);
@@ -62,18 +47,6 @@ static int ws_op(struct bh_run *r, struct bh_proc *p)
     return fd < -1 ? (int)fd : 0;
 }
 
-/* ws_fini -- free the state. */
-static void ws_fini(struct bh_run *r)
-{
-    struct ws_state *s = bh_state(r);
-    if (s != NULL) {
-        bh_fileset_free(&s->set);
-        bh_fileset_free(&s->log);
-    }
-    free(s);
-    bh_set_state(r, NULL);
-}
-
 const struct bh_workload bh_wl_webserver = {
     .name = "webserver",
     .summary = "Filebench webserver.f: 10 whole-file reads + a log append",
@@ -81,5 +54,5 @@ const struct bh_workload bh_wl_webserver = {
     .default_ops = 2000,
     .init = ws_init,
     .op = ws_op,
-    .fini = ws_fini,
+    .fini = fb_state_fini,
 };
