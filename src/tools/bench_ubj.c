@@ -160,7 +160,10 @@ static int bu_parse(int argc, char **argv, struct bu_args *a)
                 return rc;
             break;
         case 'D': a->nvm_dir = optarg; break;
-        case 'P': a->nvm_profile = optarg; break;
+        case 'P':
+            if ((rc = tools_bench_nvm_profile(optarg, &a->nvm_profile)) >= 0)
+                return rc;
+            break;
         case 'd': case 'K':
             if ((rc = bu_parse_model(a, c, optarg)) >= 0)
                 return rc;

@@ -61,7 +61,8 @@ grep -q "^ubjfs bench micro: ssd:sata@file:$f device" "$tmp/out" ||
 
 for bad in "micro --device nand:nosuch" "micro --device ram@nand:slc" "micro --device file:" \
            "micro --clock sometimes" "micro --nvm-profile nosuch" "modes --device hdd:" \
-           "modes --clock x" "ubj --device nand:slc@" "ubj --device disk:slc"; do
+           "modes --clock x" "ubj --device nand:slc@" "ubj --device disk:slc" \
+           "ubj --nvm-profile nosuch" "modes --nvm-profile nosuch"; do
   # shellcheck disable=SC2086  # the options split on purpose
   run 2 "$B" bench $bad
   head -n 1 "$tmp/err" | grep -q "^ubjfs bench: invalid" || fail "bench $bad: message '$(head -n 1 "$tmp/err")'"
