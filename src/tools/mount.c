@@ -47,6 +47,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 #include "fuse/fuse.h"
 #include "tools.h"
@@ -66,6 +67,7 @@ struct mount_args {
     char *fuse_opts;                     /* -o options left for libfuse */
     char image_abs[PATH_MAX], mnt_abs[PATH_MAX], nvm_abs[PATH_MAX];
     char stats_abs[PATH_MAX];
+    dev_t mnt_dev;                       /* the mount point's device before */
 };
 
 /* mount_usage -- the --help text. */
@@ -413,6 +415,7 @@ static int mount_check(struct mount_args *a)
         tools_err("%s: not a directory", a->mountpoint);
         return TOOLS_EXIT_ERR;
     }
+    a->mnt_dev = st.st_dev;
     return -1;
 }
 
@@ -668,32 +671,63 @@ static int mount_serve(struct mount_args *a, int ready)
     return rc < 0 || src < 0 ? TOOLS_EXIT_ERR : TOOLS_EXIT_OK;
 }
 
-/* mount_handshake -- the daemon said it is mounted, but the kernel's INIT
- * is answered only once its loop runs: the first access to the mount
- * waits for that answer and fails (ENOTCONN, ECONNABORTED) if INIT failed.
- * A daemon whose INIT failed also unmounts at once, so the access may
- * instead find the bare directory: it must find a FUSE file system.
- * 0, or an exit code after saying why and detaching the dead mount. */
-static int mount_handshake(const struct mount_args *a)
+/* mount_mounted -- is our FUSE file system on the mount point?  A daemon
+ * whose INIT failed unmounts at once, so the path may show what is under
+ * it instead (a directory, or another FUSE mount): the device must be new.
+ * 0, or the errno to report. */
+static int mount_mounted(const struct mount_args *a)
 {
+    struct stat st;
     struct statfs sf;
-    int e = statfs(a->mnt_abs, &sf) < 0 ? errno : 0;
-    if (e == 0 && sf.f_type == MOUNT_FUSE_MAGIC)
-        return TOOLS_EXIT_OK;
-    if (e == 0)
-        e = ENOTCONN;                      /* the daemon has unmounted */
-    tools_err("%s: the FUSE handshake (INIT) failed: %s", a->mnt_abs, strerror(e));
-    pid_t pid = fork();
-    if (pid == 0) {                    /* fusermount3 -u -z: detach it */
+    if (stat(a->mnt_abs, &st) < 0 || statfs(a->mnt_abs, &sf) < 0)
+        return errno;
+    return st.st_dev != a->mnt_dev && sf.f_type == MOUNT_FUSE_MAGIC ? 0 : ENOTCONN;
+}
+
+/* mount_reap -- the handshake failed: the daemon ends by itself (libfuse
+ * exits its loop, the mount is detached); wait for it, then ask with
+ * SIGTERM, then SIGKILL and detach the dead mount if it is still ours.
+ * Never detaches by path what the daemon did not leave behind. */
+static void mount_reap(const struct mount_args *a, pid_t pid)
+{
+    int status;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 200; i++) {          /* 10 s a round */
+            pid_t w = waitpid(pid, &status, WNOHANG);
+            if (w == pid || (w < 0 && errno != EINTR))
+                return;
+            struct timespec t = { 0, 50000000L };
+            nanosleep(&t, NULL);
+        }
+        (void)kill(pid, round == 0 ? SIGTERM : SIGKILL);
+    }
+    struct stat st;                      /* a dead FUSE mount on top: ours */
+    if (stat(a->mnt_abs, &st) == 0)
+        return;
+    pid_t f = fork();
+    if (f == 0) {                        /* fusermount3 -u -z: detach it */
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0)
-            (void)dup2(null, STDERR_FILENO);    /* often gone already */
+            (void)dup2(null, STDERR_FILENO);
         execlp("fusermount3", "fusermount3", "-u", "-z", a->mnt_abs, (char *)NULL);
         _exit(127);
     }
-    int status;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    while (f > 0 && waitpid(f, &status, 0) < 0 && errno == EINTR)
         ;
+}
+
+/* mount_handshake -- the daemon (pid) said it is mounted, but the
+ * kernel's INIT is answered only once its loop runs: the first access to
+ * the mount waits for that answer and fails (ENOTCONN, ECONNABORTED) if
+ * INIT failed.  0, or an exit code after saying why and reaping the
+ * daemon. */
+static int mount_handshake(const struct mount_args *a, pid_t pid)
+{
+    int e = mount_mounted(a);
+    if (e == 0)
+        return TOOLS_EXIT_OK;
+    tools_err("%s: the FUSE handshake (INIT) failed: %s", a->mnt_abs, strerror(e));
+    mount_reap(a, pid);
     return TOOLS_EXIT_ERR;
 }
 
@@ -723,7 +757,7 @@ static int mount_background(struct mount_args *a)
     } while (n < 0 && errno == EINTR);
     close(p[0]);
     if (n == 1)
-        return mount_handshake(a);
+        return mount_handshake(a, pid);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;

@@ -48,6 +48,22 @@ for ((i = 0; i < 100; i++)); do          # the daemon ends and lets go of the im
   sleep 0.1
 done
 mountpoint -q "$mnt" && fl_fail "a failed INIT left $mnt mounted"
+# ... also on a mount point that is another FUSE mount or inside one: the
+# failure is still seen (the daemon unmounts at once, and the path then
+# shows the other mount), and the other mount is left alone
+"$UBJ" mkfs -q -f -s 8M "$T/other.img"
+"$UBJ" mount -p "$T/other.pid" "$T/other.img" "$mnt" || fl_fail "mount other.img"
+echo keep >"$mnt/keep"
+mkdir "$mnt/inner"
+for target in "$mnt" "$mnt/inner" "$mnt" "$mnt/inner"; do
+  rc=0
+  UBJ_FUSE_BREAK_INIT=1 "$UBJ" mount "$img" "$target" >"$T/out" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || fl_fail "a failed INIT on $target: mount exited $rc, want 1: $(cat "$T/out")"
+  [ "$(cat "$mnt/keep" 2>&1)" = keep ] ||
+    fl_fail "a failed INIT on $target took the mount below it: $(cat "$mnt/keep" 2>&1)"
+done
+fusermount3 -u "$mnt"
+fl_wait_gone "$(cat "$T/other.pid")" 60 || fl_fail "the other daemon did not exit"
 # -o max_read=N reaches the kernel and INIT agrees with it (libfuse refuses
 # an INIT whose max_read differs: the mount used to vanish)
 "$UBJ" mount -o max_read=65536 -p "$T/mr.pid" "$img" "$mnt" ||
