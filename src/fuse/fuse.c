@@ -118,7 +118,8 @@
 
 #define FU_BUCKETS 4096u          /* lookup-reference hash buckets */
 #define FU_MAX_BACKGROUND 64u     /* kernel background requests (writeback) */
-#define FU_FORGET_WAIT_MS 100     /* fu_forgets_wait's longest wait */
+#define FU_SETTLE_MS 100          /* fu_forgets_settle's longest wait */
+#define FU_READ_SLACK 16384u      /* a /dev/fuse read: max_write + headers */
 #define FU_URING_DEPTH 1u         /* io_uring entries per queue thread */
 #define FU_GROUPS_MAX 64          /* supplementary groups looked at by access */
 #define FU_MIB (1024u * 1024u)
@@ -147,9 +148,7 @@ struct ubj_fuse {
     uint64_t reserve;         /* blocks kept for the kernel's dirty pages (WB) */
     pthread_mutex_t ref_lock;
     struct fu_ref *refs[FU_BUCKETS];   /* [ref_lock] */
-    uint64_t forgets;         /* [ref_lock] FORGETs handled, for fu_forgets_wait */
-    _Atomic uint64_t unlinks; /* names removed (unlink, rmdir, rename over) */
-    _Atomic uint64_t drained; /* ... when statfs last waited for FORGETs */
+    _Atomic uint64_t forgets_done;   /* FORGET messages handled (fuse_io.h) */
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -223,9 +222,6 @@ static int fu_ref_get(struct ubj_fuse *f, ubj_ino_t ino)
 /* fu_ref_put -- the kernel forgot n lookups of ino; the last releases it. */
 static void fu_ref_put(struct ubj_fuse *f, ubj_ino_t ino, uint64_t n)
 {
-    pthread_mutex_lock(&f->ref_lock);
-    f->forgets++;
-    pthread_mutex_unlock(&f->ref_lock);
     if (ino == UBJ_ROOT_INO)
         return;
     pthread_mutex_lock(&f->ref_lock);
@@ -427,7 +423,9 @@ static void fu_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 /* fu_forget -- the kernel dropped nlookup references to ino. */
 static void fu_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-    fu_ref_put(fu_get(req), ino, nlookup);
+    struct ubj_fuse *f = fu_get(req);
+    fu_ref_put(f, ino, nlookup);
+    atomic_fetch_add(&f->forgets_done, 1);   /* after the blocks are freed */
     fuse_reply_none(req);
 }
 
@@ -438,53 +436,35 @@ static void fu_forget_multi(fuse_req_t req, size_t count,
     struct ubj_fuse *f = fu_get(req);
     for (size_t i = 0; i < count; i++)
         fu_ref_put(f, forgets[i].ino, forgets[i].nlookup);
+    atomic_fetch_add(&f->forgets_done, 1);   /* one message, as counted read */
     fuse_reply_none(req);
 }
 
-/* fu_forgets -- FORGETs handled so far */
-static uint64_t fu_forgets(struct ubj_fuse *f)
+/* fu_forgets_settle -- every FORGET the kernel has queued so far is
+ * handled when this returns: the kernel queues an inode's FORGET inside
+ * the unlink(2) or close(2) that drops it, so a request sent after that
+ * call finds it on /dev/fuse, which it drains itself (fuse_io.h), or read
+ * by another thread, which it waits for (microseconds; at most
+ * FU_SETTLE_MS).  Returns the FORGET messages handled when it returns. */
+static uint64_t fu_forgets_settle(struct ubj_fuse *f)
 {
-    pthread_mutex_lock(&f->ref_lock);
-    uint64_t n = f->forgets;
-    pthread_mutex_unlock(&f->ref_lock);
-    return n;
-}
-
-/* fu_forgets_wait -- an unlinked file's blocks are freed only when the
- * kernel's FORGET of it is handled (R1), which may still wait for the lazy
- * /dev/fuse reader (fuse_io.h).  Kick the reader and wait, up to
- * FU_FORGET_WAIT_MS, until FORGETs stop coming (3 ms without one; with
- * `need_one`, only after at least one came).  True if any came. */
-static bool fu_forgets_wait(struct ubj_fuse *f, bool need_one)
-{
-    uint64_t before = fu_forgets(f), last = before;
-    struct timespec ms = { 0, 1000000L };
-    int quiet = 0;
-    ubj_fuse_io_kick(&f->io);
-    for (int i = 0; i < FU_FORGET_WAIT_MS && quiet < 3; i++) {
-        nanosleep(&ms, NULL);
-        uint64_t now = fu_forgets(f);
-        quiet = now != last ? 0 : (now != before || !need_one ? quiet + 1 : 0);
-        last = now;
+    (void)ubj_fuse_io_drain(&f->io);
+    struct timespec nap = { 0, 50000L };
+    for (int i = 0; i < FU_SETTLE_MS * 20; i++) {
+        if (atomic_load(&f->forgets_done) >= atomic_load(&f->io.forgets_read))
+            break;
+        nanosleep(&nap, NULL);
     }
-    return last != before;
+    return atomic_load(&f->forgets_done);
 }
 
-/* fu_enospc_wait -- a request failed with ENOSPC: wait for the pending
- * FORGETs; true if any came (try once more), as ext4 retries an
- * allocation after a commit (ext4_should_retry_alloc). */
-static bool fu_enospc_wait(struct ubj_fuse *f)
+/* fu_enospc_wait -- a request failed with ENOSPC (after `before` FORGETs
+ * were handled): settle the FORGETs; true if some were handled since (try
+ * once more), as ext4 retries an allocation after a commit
+ * (ext4_should_retry_alloc). */
+static bool fu_enospc_wait(struct ubj_fuse *f, uint64_t before)
 {
-    return fu_forgets_wait(f, true);
-}
-
-/* fu_unlinked -- a name is gone; its inode's FORGET may follow: kick the
- * lazy reader (fuse_io.h: measured both ways, docs/PERFORMANCE.md) and
- * count it for statfs */
-static void fu_unlinked(struct ubj_fuse *f)
-{
-    atomic_fetch_add_explicit(&f->unlinks, 1, memory_order_relaxed);
-    ubj_fuse_io_kick(&f->io);
+    return fu_forgets_settle(f) != before;
 }
 
 /* fu_mode_changed -- the library cleared set-id bits since ubj_privs_killed
@@ -498,12 +478,20 @@ static void fu_mode_changed(struct ubj_fuse *f, fuse_ino_t ino, uint64_t killed)
         (void)fuse_lowlevel_notify_inval_inode(f->se, ino, -1, 0);
 }
 
+/* fu_unlinked -- a name is gone; its inode's FORGET may follow: kick the
+ * lazy reader (fuse_io.h: measured both ways, docs/PERFORMANCE.md) */
+static void fu_unlinked(struct ubj_fuse *f)
+{
+    ubj_fuse_io_kick(&f->io);
+}
+
 /* FU_RETRY -- evaluate `call` (an int or ssize_t result) and once more if
  * it ran out of space while FORGETs were pending (fu_enospc_wait) */
 #define FU_RETRY(f, var, call)                                        \
     do {                                                              \
+        uint64_t fu_before_ = atomic_load(&(f)->forgets_done);        \
         var = (call);                                                 \
-        if (var == -ENOSPC && fu_enospc_wait(f))                      \
+        if (var == -ENOSPC && fu_enospc_wait(f, fu_before_))          \
             var = (call);                                             \
     } while (0)
 
@@ -726,11 +714,7 @@ static void fu_statfs(fuse_req_t req, fuse_ino_t ino)
     struct statvfs v;
     (void)ino;
     struct ubj_fuse *f = fu_get(req);
-    uint64_t u = atomic_load(&f->unlinks);
-    if (u != atomic_load(&f->drained) && ubj_fuse_uring_active(f->io.uring) > 0) {
-        fu_forgets_wait(f, false);          /* rm -r x; df: x's blocks are free */
-        atomic_store(&f->drained, u);
-    }
+    (void)fu_forgets_settle(f);            /* rm -r x; df: x's blocks are free */
     int rc = ubj_statfs_get(f->fs, &s);
     if (rc < 0) {
         fu_err(req, rc, "statfs");
@@ -1417,6 +1401,7 @@ int ubj_fuse_mount(struct ubj_fuse *f, struct ubj_fs *fs, const char *mountpoint
         return -EIO;
     f->mounted = true;
     f->io.killpriv_v2 = !f->o.no_killpriv_v2;
+    f->io.bufsize = UBJ_FUSE_MAX_WRITE + FU_READ_SLACK;
     if (!f->o.no_io_uring &&
         ubj_fuse_uring_new(f->se, FU_URING_DEPTH, UBJ_FUSE_MAX_WRITE, f->o.debug,
                            &f->io.uring) < 0)

@@ -7,6 +7,7 @@
 #define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <stddef.h>
@@ -89,13 +90,52 @@ void ubj_fuse_io_kick(struct ubj_fuse_io *io)
     pthread_mutex_unlock(&io->lazy_lock);
 }
 
+/* io_note -- count a FORGET message read (fuse.c settles against it) */
+static void io_note(struct ubj_fuse_io *io, const void *buf, ssize_t n)
+{
+    struct fuse_in_header ih;
+    if (n < (ssize_t)sizeof ih)
+        return;
+    memcpy(&ih, buf, sizeof ih);
+    if (ih.opcode == FUSE_FORGET || ih.opcode == FUSE_BATCH_FORGET)
+        atomic_fetch_add(&io->forgets_read, 1);
+}
+
+/* ubj_fuse_io_drain -- see fuse_io.h. */
+int ubj_fuse_io_drain(struct ubj_fuse_io *io)
+{
+    if (io->se == NULL || !io->nonblock)
+        return 0;
+    int done = 0;
+    pthread_mutex_lock(&io->drain_lock);
+    if (io->drain_buf == NULL)
+        io->drain_buf = malloc(io->bufsize);
+    if (io->drain_buf == NULL)
+        done = -ENOMEM;
+    while (done >= 0) {
+        ssize_t n = read(fuse_session_fd(io->se), io->drain_buf, io->bufsize);
+        if (n <= 0)
+            break;                    /* EAGAIN: all taken; the end: the loop sees it */
+        io_note(io, io->drain_buf, n);
+        struct fuse_buf fb = { .mem = io->drain_buf, .size = (size_t)n };
+        fuse_session_process_buf(io->se, &fb);
+        done++;
+    }
+    pthread_mutex_unlock(&io->drain_lock);
+    return done;
+}
+
 /* io_read -- one request, as libfuse reads it; remember an INIT's flags. */
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
     struct ubj_fuse_io *io = userdata;     /* the session's first member */
-    if (io->uring != NULL && ubj_fuse_uring_active(io->uring) > 0)
-        return io_read_lazy(io, fd, buf, len);
+    if (io->uring != NULL && ubj_fuse_uring_active(io->uring) > 0) {
+        ssize_t n = io_read_lazy(io, fd, buf, len);
+        io_note(io, buf, n);
+        return n;
+    }
     ssize_t n = read(fd, buf, len);
+    io_note(io, buf, n);
     const size_t need = sizeof(struct fuse_in_header) + sizeof(struct fuse_init_in);
     if (n >= (ssize_t)need) {
         struct fuse_in_header ih;
@@ -162,9 +202,14 @@ int ubj_fuse_io_install(struct fuse_session *se, struct ubj_fuse_io *io)
     pthread_condattr_t ca;
     if (pthread_mutex_init(&io->lazy_lock, NULL) != 0)
         return -EINVAL;
+    if (pthread_mutex_init(&io->drain_lock, NULL) != 0) {
+        pthread_mutex_destroy(&io->lazy_lock);
+        return -EINVAL;
+    }
     if (pthread_condattr_init(&ca) != 0 ||
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
         pthread_cond_init(&io->kick, &ca) != 0) {
+        pthread_mutex_destroy(&io->drain_lock);
         pthread_mutex_destroy(&io->lazy_lock);
         return -EINVAL;
     }
@@ -180,5 +225,8 @@ void ubj_fuse_io_fini(struct ubj_fuse_io *io)
         return;
     pthread_cond_destroy(&io->kick);
     pthread_mutex_destroy(&io->lazy_lock);
+    pthread_mutex_destroy(&io->drain_lock);
+    free(io->drain_buf);
+    io->drain_buf = NULL;
     io->se = NULL;
 }

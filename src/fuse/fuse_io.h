@@ -29,7 +29,11 @@ struct ubj_fuse_io {
     pthread_mutex_t lazy_lock;     /* one lazy /dev/fuse reader at a time */
     pthread_cond_t kick;     /* [lazy_lock] ubj_fuse_io_kick ends a pause */
     uint64_t kicks, kicks_seen;    /* [lazy_lock] */
-    bool nonblock;           /* the descriptor was made O_NONBLOCK */
+    _Atomic bool nonblock;   /* the descriptor was made O_NONBLOCK */
+    _Atomic uint64_t forgets_read; /* FORGET and BATCH_FORGET messages read */
+    pthread_mutex_t drain_lock;    /* one ubj_fuse_io_drain at a time */
+    char *drain_buf;         /* [drain_lock] its read buffer */
+    size_t bufsize;          /* in: bytes a read of /dev/fuse needs */
 };
 
 /*
@@ -65,10 +69,13 @@ struct ubj_fuse_io {
  * unlinked file's blocks are freed about a millisecond later.  (Measured
  * both ways: without the kick PostMark ran 1.2x faster with the program
  * on one CPU and 1.4x slower with it free to move; docs/PERFORMANCE.md.)
- * Two requests must see those blocks free at once, so they kick the
- * reader and wait until the pending FORGETs are handled (fuse.c,
- * fu_forgets_wait): a STATFS after names were removed (`rm -r x; df`),
- * and a request that failed with ENOSPC, before it is tried again.
+ * Two requests must see those blocks free at once: a STATFS (`rm -r x;
+ * df`, or the last close of an unlinked file) and a request that failed
+ * with ENOSPC, before it is tried again.  The kernel queues an inode's
+ * FORGET inside the unlink(2) or close(2) that drops it, before that call
+ * returns, so these requests take what /dev/fuse holds themselves
+ * (ubj_fuse_io_drain) and then wait for FORGETs other threads have read
+ * but not yet handled (fuse.c, fu_forgets_settle): no sleeping, no timing.
  *
  * 0, or -EINVAL if libfuse refused the hooks.  Not thread-safe: call once,
  * before the session loop.
@@ -78,6 +85,17 @@ int ubj_fuse_io_install(struct fuse_session *se, struct ubj_fuse_io *io);
 /* ubj_fuse_io_kick -- wake the lazy /dev/fuse reader now (FORGETs are
  * coming).  Thread-safe; a no-op before ubj_fuse_io_install. */
 void ubj_fuse_io_kick(struct ubj_fuse_io *io);
+
+/*
+ * ubj_fuse_io_drain -- in lazy mode, read every message waiting on
+ * /dev/fuse now (without blocking) and hand each to libfuse, on the
+ * calling thread (a request handler: FORGETs and INTERRUPTs need no reply;
+ * anything else is answered through /dev/fuse as usual).  Returns the
+ * number handled; 0 when the readers block (they take each message at
+ * once) or nothing waits.  Thread-safe (one drain at a time); -ENOMEM if
+ * the read buffer (io->bufsize bytes) cannot be had.
+ */
+int ubj_fuse_io_drain(struct ubj_fuse_io *io);
 
 /* ubj_fuse_io_fini -- free what ubj_fuse_io_install made; after the
  * session (and every thread that could call the hooks) is gone. */

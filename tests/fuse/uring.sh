@@ -105,17 +105,26 @@ done
 echo "  180 MiB written and removed 6 times in a 256 MiB image: no ENOSPC"
 # df right after rm: the file's blocks are free although its FORGET may
 # still wait for the lazy reader (asleep up to 100 ms after 0.3 s of
-# quiet): statfs waits for pending FORGETs after names were removed
-dd if=/dev/zero of="$mnt/fill" bs=1M count=100 status=none
-sleep 0.3
-freed=$(python3 -c 'import os, sys
-m = sys.argv[1]
+# quiet): statfs takes the pending FORGETs itself; the same after the last
+# close of a file unlinked while open (and not before it)
+for how in unlink close; do
+  dd if=/dev/zero of="$mnt/fill" bs=1M count=100 status=none
+  sleep 0.3
+  freed=$(python3 -c 'import os, sys
+m, how = sys.argv[1], sys.argv[2]
+mib = lambda a, s: (s.f_bavail - a) * s.f_frsize // 1048576
 a0 = os.statvfs(m).f_bavail
+fd = os.open(m + "/fill", os.O_RDONLY) if how == "close" else -1
 os.unlink(m + "/fill")                   # and statfs at once after
-s = os.statvfs(m)
-print((s.f_bavail - a0) * s.f_frsize // 1048576)' "$mnt")
-[ "$freed" -ge 100 ] || fl_fail "df right after rm of 100 MiB shows $freed MiB freed"
-echo "  df right after rm: 100 MiB freed"
+held = mib(a0, os.statvfs(m))
+if fd >= 0:
+    os.close(fd)
+print(held if fd >= 0 else 0, mib(a0, os.statvfs(m)))' "$mnt" "$how")
+  set -- $freed
+  [ "$1" -lt 100 ] || fl_fail "[$how] 100 MiB freed while the file was still open"
+  [ "$2" -ge 100 ] || fl_fail "[$how] df right after the $how of 100 MiB shows $2 MiB freed"
+done
+echo "  df right after unlink, and after the last close of an unlinked file: 100 MiB freed"
 debug_umount
 fl_fsck "$img"
 
