@@ -995,9 +995,23 @@ static int run_once(const struct bh_config *cfg, struct bh_result *out,
     return rc;
 }
 
+/* run_fits_ram -- may an image of `blocks` live in RAM (the device's leaf
+ * unless it names a file)?  Half the memory free now at most: a file set
+ * of gigabytes must not drive the machine into the OOM killer. */
+static bool run_fits_ram(const struct bh_config *cfg, uint64_t blocks)
+{
+    if (cfg->device != NULL && strstr(cfg->device, "file:") != NULL)
+        return true;
+    long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || psz <= 0)
+        return true;
+    return blocks <= (uint64_t)pages / 2 * (uint64_t)psz / 4096;
+}
+
 /* bh_run -- one complete run.  With no image size given, a file set that
  * does not fit the default image is run again, once, on an image half as
- * large again as it needs (the same every time: runs stay repeatable). */
+ * large again as it needs (the same every time: runs stay repeatable),
+ * if that image fits in half the free memory. */
 int bh_run(const struct bh_config *cfg, struct bh_result *out)
 {
     if (cfg == NULL || out == NULL)
@@ -1008,6 +1022,11 @@ int bh_run(const struct bh_config *cfg, struct bh_result *out)
         cfg->trace_in == NULL) {
         struct bh_config big = *cfg;
         big.image_blocks = need + need / 2 + 16384;
+        if (!run_fits_ram(cfg, big.image_blocks))
+            return ubj_set_error(-ENOSPC, "bench %s: the file set needs an image of "
+                                 "%llu MiB, more than half the free memory: lower "
+                                 "the scale or the file sizes", cfg->workload,
+                                 (unsigned long long)(big.image_blocks / 256));
         rc = run_once(&big, out, &need);
     }
     return rc;

@@ -201,6 +201,11 @@ run 0 "$UBJ_TOOL" bench run -w fileserver -m none -d ram --scale 0.4 --ops 5 -q 
 run 1 "$UBJ_TOOL" bench run -w fileserver -m none -d ram --scale 0.4 --ops 5 -q \
   --image 64M --csv "$tmp/small.csv"
 grep -q "raise image_blocks" "$tmp/err" || fail "--image 64M: no 'raise image_blocks' message"
+# ... but not on an image larger than half the free memory (a RAM device):
+# it fails at once instead of running the machine out of memory
+run 1 "$UBJ_TOOL" bench run -w fileserver -m none -d ram --scale 0.01 --ops 5 -q \
+  --kv filesize=1g --csv "$tmp/huge.csv"
+grep -q "more than half the free memory" "$tmp/err" || fail "filesize=1g: $(head -n 2 "$tmp/err")"
 run 0 "$UBJ_TOOL" bench run --help
 grep -q "^Usage: ubjfs bench run" "$tmp/out" || fail "bench run --help"
 run 0 "$UBJ_TOOL" bench -h micro            # help, whatever follows it
