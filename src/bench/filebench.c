@@ -40,7 +40,8 @@ int fb_params_read(struct bh_run *r, const char *wl, struct fb_params *p)
     if (rc == 0) rc = bh_kv_u64(r, "appendsize", p->append, &p->append);
     if (rc == 0 && (p->append == 0 || p->append > BH_IO_MAX || p->iosize == 0 ||
                     p->fsize == 0))
-        rc = ubj_set_error(-EINVAL, "bench %s: sizes must be 1 .. 1 MiB", wl);
+        rc = ubj_set_error(-EINVAL, "bench %s: appendsize 1 .. 1 MiB, filesize and "
+                           "iosize > 0", wl);
     if (rc == 0 && (p->nfiles == 0 || p->width == 0))
         rc = ubj_set_error(-EINVAL, "bench %s: nfiles and dirwidth must be >= 1", wl);
     return rc == 0 ? bh_params_end(r) : rc;

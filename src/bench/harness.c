@@ -226,7 +226,7 @@ int bh_kv_u64(struct bh_run *r, const char *key, uint64_t dflt, uint64_t *out)
     tmp[len] = '\0';
     char *end;
     errno = 0;
-    unsigned long long x = strtoull(tmp, &end, 0);
+    unsigned long long x = strtoull(tmp, &end, 10);    /* 010 is ten */
     uint64_t mul = 1;
     if (*end == 'k' || *end == 'K')
         mul = 1024;

@@ -89,8 +89,9 @@ static int gg_init(struct bh_run *r)
     if (rc == 0) rc = bh_kv_u64(r, "rounds", 1, &s->rounds);
     if (rc < 0)
         return rc;
-    if (s->ndirs == 0 || s->ndirs > 100000 || s->rounds == 0 || fsize == 0)
-        return ubj_set_error(-EINVAL, "bench ganger: dirs 1 .. 100000, rounds "
+    if (s->nfiles == 0 || s->ndirs == 0 || s->ndirs > 100000 || s->rounds == 0 ||
+        fsize == 0)
+        return ubj_set_error(-EINVAL, "bench ganger: dirs 1 .. 100000, files, rounds "
                              "and filesize > 0");
     if ((rc = bh_params_end(r)) != 0)
         return rc;

@@ -62,9 +62,9 @@ static int oltp_init(struct bh_run *r)
     if (rc == 0) rc = bh_kv_u64(r, "logsize", 10 << 20, &s->logsize);
     if (rc == 0) rc = bh_kv_u64(r, "iosize", 2048, &s->iosize);
     if (rc == 0 && (s->iosize == 0 || s->iosize > 65536 || nfiles == 0 ||
-                    nfiles > 100000))
+                    nfiles > 100000 || s->fsize == 0 || s->logsize == 0))
         rc = ubj_set_error(-EINVAL, "bench oltp: iosize 1 .. 64 KiB, nfiles "
-                           "1 .. 100000");
+                           "1 .. 100000, filesize and logsize > 0");
     if (rc == 0)
         rc = bh_params_end(r);
     if (rc < 0)

@@ -132,8 +132,9 @@ static int sq_init(struct bh_run *r)
     if (rc == 0) rc = bh_kv_u64(r, "rows", 10000, &s->rows);
     if (rc == 0) rc = bh_kv_u64(r, "batch", 10, &s->batch);
     if (rc == 0) rc = bh_kv_u64(r, "insert_pct", 50, &s->insert_pct);
-    if (rc == 0 && (s->batch == 0 || s->batch > 100000 || s->insert_pct > 100))
-        rc = ubj_set_error(-EINVAL, "bench sqlite: batch 1 .. 100000, "
+    if (rc == 0 && (s->rows == 0 || s->batch == 0 || s->batch > 100000 ||
+                    s->insert_pct > 100))
+        rc = ubj_set_error(-EINVAL, "bench sqlite: rows > 0, batch 1 .. 100000, "
                            "insert_pct 0 .. 100");
     if (rc == 0)
         rc = bh_params_end(r);

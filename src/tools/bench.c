@@ -518,7 +518,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
     uint64_t v;
     int c, rc;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "n:r:d:s:m:c:f", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:r:d:s:m:c:fh", lo, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (tools_parse_u64(optarg, &a->ops) < 0 || a->ops == 0 || a->ops > 100000000)
@@ -545,7 +545,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
                 return tools_usage_err("invalid --fsync-ops '%s'", optarg);
             break;
         case 'f': a->force = true; break;
-        case 'H': bench_usage(); return TOOLS_EXIT_OK;
+        case 'h': case 'H': bench_usage(); return TOOLS_EXIT_OK;
         default:
             if ((rc = bench_parse_more(a, c, optarg)) >= 0)
                 return rc;

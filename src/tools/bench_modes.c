@@ -164,7 +164,7 @@ static int bm_parse(int argc, char **argv, struct bm_args *a)
     uint64_t v;
     int c, rc;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "n:s:c:d:m:", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:s:c:d:m:h", lo, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (tools_parse_u64(optarg, &v) < 0 || v < 10 || v > 10000000)
@@ -186,7 +186,7 @@ static int bm_parse(int argc, char **argv, struct bm_args *a)
             a->only = optarg;
             break;
         case 'C': a->csv = true; break;
-        case 'H': bm_usage(); return TOOLS_EXIT_OK;
+        case 'h': case 'H': bm_usage(); return TOOLS_EXIT_OK;
         default:
             if ((rc = bm_parse_model(a, c, optarg)) >= 0)
                 return rc;

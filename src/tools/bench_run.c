@@ -327,7 +327,11 @@ static int brun_opt_str(struct brun_args *a, int c, char *arg)
     case 'd': return brun_add(&a->devs, arg, false, "device");
     case 'q': a->quiet = true; return 0;
     case BO_NVM: a->nvm_profile = arg; return 0;
-    case BO_KV: a->kv = arg; return 0;
+    case BO_KV:
+        if (a->kv != NULL)
+            return tools_usage_err("--kv given twice: give its pairs once, comma-separated");
+        a->kv = arg;
+        return 0;
     case BO_TOUT: a->trace_out = arg; return 0;
     case BO_TIN: a->trace_in = arg; return 0;
     case BO_CSV: a->csv = arg; return 0;
@@ -451,8 +455,8 @@ static int brun_parse(int argc, char **argv, struct brun_args *a)
     int c;
     optind = 0;
     opterr = 1;
-    while ((c = getopt_long(argc, argv, "w:m:d:q", brun_lopts, NULL)) != -1) {
-        if (c == BO_HELP) {
+    while ((c = getopt_long(argc, argv, "w:m:d:qh", brun_lopts, NULL)) != -1) {
+        if (c == BO_HELP || c == 'h') {
             brun_usage();
             return TOOLS_EXIT_OK;
         }

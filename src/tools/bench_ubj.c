@@ -143,7 +143,7 @@ static int bu_parse(int argc, char **argv, struct bu_args *a)
     uint64_t v;
     int c, rc;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "n:s:c:d:r:", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:s:c:d:r:h", lo, NULL)) != -1) {
         switch (c) {
         case 'n': case 'M':
             if (tools_parse_u64(optarg, &v) < 0 || v == 0 || v > 10000000)
@@ -174,7 +174,7 @@ static int bu_parse(int argc, char **argv, struct bu_args *a)
                 return tools_usage_err("invalid --runs '%s' (1..%u)", optarg, BU_MAXRUNS);
             a->runs = (unsigned)v;
             break;
-        case 'H': bu_usage(); return TOOLS_EXIT_OK;
+        case 'h': case 'H': bu_usage(); return TOOLS_EXIT_OK;
         default: return tools_bad_option();
         }
     }

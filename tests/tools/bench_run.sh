@@ -187,7 +187,9 @@ for bad in "run --bogus" "run -w nosuch" "run -m nosuch" "run -d nosuch:x" "run 
            "-d nosuch:x --quick" "run -w postmark --kv files=abc" \
            "run -w iozone --kv pattern=nosuch" "run -w postmark --kv min=9,max=1" \
            "run -w postmark --kv files=10,files=20" "run -w postmark --kv files=0" \
-           "run -w varmail --kv nfiles=0"; do
+           "run -w varmail --kv nfiles=0" "run -w ganger --kv files=0" \
+           "run -w sqlite --kv rows=0" "run -w oltp --kv logsize=0" \
+           "run -w postmark --kv files=0x10" "run -w postmark --kv files=1 --kv min=1"; do
   # shellcheck disable=SC2086
   run 2 "$UBJ_TOOL" bench $bad
   head -n 1 "$tmp/err" | grep -q "^ubjfs bench: " || fail "bench $bad: message '$(head -n 1 "$tmp/err")'"
@@ -210,6 +212,10 @@ run 0 "$UBJ_TOOL" bench run --help
 grep -q "^Usage: ubjfs bench run" "$tmp/out" || fail "bench run --help"
 run 0 "$UBJ_TOOL" bench -h micro            # help, whatever follows it
 grep -q "^Usage: ubjfs bench" "$tmp/out" || fail "bench -h micro: no help"
+for sub in run headline micro ubj modes; do  # -h as --help everywhere
+  run 0 "$UBJ_TOOL" bench $sub -h
+  grep -q "^Usage: ubjfs bench" "$tmp/out" || fail "bench $sub -h: no help"
+done
 
 [ "$fails" -eq 0 ] && echo "tools bench_run: all checks passed"
 exit $((fails > 0))
