@@ -236,7 +236,7 @@ int bh_kv_u64(struct bh_run *r, const char *key, uint64_t dflt, uint64_t *out)
         mul = 1024ull * 1024 * 1024;
     if (mul != 1)
         end++;
-    if (errno != 0 || end == tmp || *end != '\0' || tmp[0] == '-' ||
+    if (errno != 0 || end == tmp || *end != '\0' || tmp[0] < '0' || tmp[0] > '9' ||
         x > UINT64_MAX / mul)
         return ubj_set_error(-EINVAL, "bench %s: %s=%s is not a number",
                              r->wl->name, key, tmp);
@@ -265,6 +265,9 @@ int bh_kv_check(struct bh_run *r, const char *const *known)
     while (s != NULL && *s != '\0') {
         const char *end = strchr(s, ',');
         size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (n == 0 || (end != NULL && end[1] == '\0'))
+            return ubj_set_error(-EINVAL, "bench %s: an empty parameter (a comma "
+                                 "too many)", r->wl->name);
         const char *eq = memchr(s, '=', n);
         bool ok = false;
         for (unsigned i = 0; eq != NULL && known[i] != NULL; i++)

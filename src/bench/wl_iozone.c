@@ -59,6 +59,10 @@ static int iz_patterns(struct bh_run *r, struct iz_state *s)
     int rc = bh_kv_str(r, "pattern", "all", buf, sizeof buf);
     if (rc < 0)
         return rc;
+    size_t blen = strlen(buf);
+    if (blen == 0 || buf[0] == '+' || buf[blen - 1] == '+' || strstr(buf, "++") != NULL)
+        return ubj_set_error(-EINVAL, "bench iozone: pattern '%s' has an empty test "
+                             "name (tests joined by '+')", buf);
     bool want[IZ_NTESTS] = { true };
     bool all = strcmp(buf, "all") == 0;
     for (char *save = NULL, *t = strtok_r(buf, "+", &save); !all && t != NULL;

@@ -64,6 +64,14 @@ static void test_params(void **st)
                            .image_blocks = 4096 };
     c.params.kv = "files=abc";
     expect(&c, -EINVAL, "files=abc is not a number");
+    c.params.kv = "files= 5";                 /* digits first, nothing else */
+    expect(&c, -EINVAL, "files= 5 is not a number");
+    c.params.kv = "files=010x";
+    expect(&c, -EINVAL, "files=010x is not a number");
+    c.params.kv = "files=5,";
+    expect(&c, -EINVAL, "an empty parameter");
+    c.params.kv = "files=1,min=1,files=2";
+    expect(&c, -EINVAL, "parameter 'files' given twice");
     c.params.kv = "colour=blue";
     expect(&c, -EINVAL, "unknown parameter 'colour=blue'");
     c.params.kv = "min=900,max=100";
@@ -71,6 +79,8 @@ static void test_params(void **st)
     c.workload = "iozone";
     c.params.kv = "pattern=write+fly";
     expect(&c, -EINVAL, "unknown test 'fly'");
+    c.params.kv = "pattern=write++read";
+    expect(&c, -EINVAL, "empty test name");
     c.params.kv = NULL;
     c.params.scale = -1;
     expect(&c, -EINVAL, "scale");

@@ -189,7 +189,8 @@ for bad in "run --bogus" "run -w nosuch" "run -m nosuch" "run -d nosuch:x" "run 
            "run -w postmark --kv files=10,files=20" "run -w postmark --kv files=0" \
            "run -w varmail --kv nfiles=0" "run -w ganger --kv files=0" \
            "run -w sqlite --kv rows=0" "run -w oltp --kv logsize=0" \
-           "run -w postmark --kv files=0x10" "run -w postmark --kv files=1 --kv min=1"; do
+           "run -w postmark --kv files=0x10" "run -w postmark --kv files=1 --kv min=1" \
+           "run -w postmark --kv files=5," "run -w iozone --kv pattern=write++read"; do
   # shellcheck disable=SC2086
   run 2 "$UBJ_TOOL" bench $bad
   head -n 1 "$tmp/err" | grep -q "^ubjfs bench: " || fail "bench $bad: message '$(head -n 1 "$tmp/err")'"
