@@ -101,13 +101,19 @@ static void io_note(struct ubj_fuse_io *io, const void *buf, ssize_t n)
         atomic_fetch_add(&io->forgets_read, 1);
 }
 
+/* set while this thread drains: a drained request that drains again (a
+ * STATFS or an ENOSPC left on /dev/fuse from before the ring served)
+ * must not wait for the lock this thread holds */
+static _Thread_local bool io_draining;
+
 /* ubj_fuse_io_drain -- see fuse_io.h. */
 int ubj_fuse_io_drain(struct ubj_fuse_io *io)
 {
-    if (io->se == NULL || !io->nonblock)
+    if (io->se == NULL || !io->nonblock || io_draining)
         return 0;
     int done = 0;
     pthread_mutex_lock(&io->drain_lock);
+    io_draining = true;
     if (io->drain_buf == NULL)
         io->drain_buf = malloc(io->bufsize);
     if (io->drain_buf == NULL)
@@ -121,6 +127,7 @@ int ubj_fuse_io_drain(struct ubj_fuse_io *io)
         fuse_session_process_buf(io->se, &fb);
         done++;
     }
+    io_draining = false;
     pthread_mutex_unlock(&io->drain_lock);
     return done;
 }

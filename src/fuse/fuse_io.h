@@ -92,8 +92,9 @@ void ubj_fuse_io_kick(struct ubj_fuse_io *io);
  * calling thread (a request handler: FORGETs and INTERRUPTs need no reply;
  * anything else is answered through /dev/fuse as usual).  Returns the
  * number handled; 0 when the readers block (they take each message at
- * once) or nothing waits.  Thread-safe (one drain at a time); -ENOMEM if
- * the read buffer (io->bufsize bytes) cannot be had.
+ * once), nothing waits, or the caller is itself a request this thread's
+ * drain is handling.  Thread-safe (one drain at a time); -ENOMEM if the
+ * read buffer (io->bufsize bytes) cannot be had.
  */
 int ubj_fuse_io_drain(struct ubj_fuse_io *io);
 
