@@ -126,6 +126,48 @@ uint64_t ubj_nvm_mount_gen(const struct ubj_nvm *r);          /* 0 = never set *
  * persist's error; -EROFS on a read-only region.  Not thread-safe.
  */
 int ubj_nvm_set_mount_gen(struct ubj_nvm *r, uint64_t gen);
+
+/*
+ * The device error that stopped a mode-ubj mount (docs/UBJ.md, "Device
+ * errors"): a checkpoint could not write committed blocks home, so the
+ * file system went read-only and those blocks stay in the region until a
+ * mount with a working device writes them home.  Recorded in the header
+ * at once (persisted) and kept until that mount has put UBJ_STATE_ERRORS
+ * into the image's superblock.
+ */
+#define UBJ_NVM_ERR_START   1u      /* the checkpoint at a handle start */
+#define UBJ_NVM_ERR_TIMER   2u      /* the timer's checkpoint */
+#define UBJ_NVM_ERR_SYNC    3u      /* sync's checkpoint */
+#define UBJ_NVM_ERR_RECLAIM 4u      /* the checkpoint of a full cache */
+#define UBJ_NVM_ERR_UNMOUNT 5u      /* unmount's checkpoint */
+#define UBJ_NVM_ERR_FLUSH   0x100u  /* flag: the device flush failed (the
+                                       writes home had succeeded) */
+struct ubj_nvm_error {
+    int err;             /* positive errno of the device (EIO, ...) */
+    uint32_t where;      /* UBJ_NVM_ERR_* */
+    int64_t time;        /* seconds since the epoch */
+    uint64_t txid;       /* the commit record then: every commit up to it
+                            is in the region */
+    uint64_t blocks;     /* committed blocks not home then */
+};
+
+/*
+ * ubj_nvm_error_record -- store and persist *e (details first, then the
+ * one word that makes them count: a crash in between records nothing).
+ * 0 or the persist's error; -EROFS on a read-only region; -EINVAL if
+ * e->err is not positive.  Not thread-safe.
+ */
+int ubj_nvm_error_record(struct ubj_nvm *r, const struct ubj_nvm_error *e);
+/* ubj_nvm_error_get -- 1 and *out if an error is recorded, else 0. */
+int ubj_nvm_error_get(const struct ubj_nvm *r, struct ubj_nvm_error *out);
+/* ubj_nvm_error_clear -- forget the record, persisted.  0, the persist's
+ * error, or -EROFS on a read-only region. */
+int ubj_nvm_error_clear(struct ubj_nvm *r);
+/* ubj_nvm_error_text -- *e as one line without a newline, e.g. "the
+ * timer's checkpoint could not write 12 committed blocks home
+ * (Input/output error) at 2025-01-02 03:04:05 UTC, after commit 41";
+ * returns buf. */
+char *ubj_nvm_error_text(const struct ubj_nvm_error *e, char *buf, size_t len);
 int ubj_nvm_is_pmem(const struct ubj_nvm *r);                 /* 1: real pmem */
 const char *ubj_nvm_path(const struct ubj_nvm *r);
 

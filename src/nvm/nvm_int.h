@@ -15,7 +15,13 @@
  *    64  region_id    random at format
  *    72  format_time  seconds since the epoch
  *    80  hdr_crc      crc32c(~0, bytes [0, 80))
- *    84  (zero up to 256)
+ *    84  (zero)
+ *    88  mount_gen    generation of the last read-write mount
+ *    96  err_code     0, or the device error that stopped the last mount
+ *                     (docs/UBJ.md, "Device errors"): errno | where << 32;
+ *                     stored last, one atomic word
+ *   104  err_time, err_txid, err_blocks: its details (valid iff err_code)
+ *   128  (zero up to 256)
  *   256  committed    last committed transaction id: one aligned 8-byte
  *                     word in its own cache line, the commit record
  */
@@ -47,7 +53,12 @@ struct nvm_header {
     uint32_t pad;
     uint64_t mount_gen;      /* 88: generation of the last read-write mount
                                 (outside the crc: one atomic word) */
-    uint8_t  zero[NVM_COMMITTED_OFF - 96];
+    uint64_t err_code;       /* 96: the recorded device error (outside the
+                                crc, like everything from here on) */
+    int64_t  err_time;       /* 104 */
+    uint64_t err_txid;       /* 112 */
+    uint64_t err_blocks;     /* 120 */
+    uint8_t  zero[NVM_COMMITTED_OFF - 128];
     uint64_t committed;
 };
 _Static_assert(offsetof(struct nvm_header, hdr_crc) == NVM_HDR_CRC_LEN, "hdr");

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libpmem.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -448,4 +449,78 @@ int ubj_nvm_is_pmem(const struct ubj_nvm *r)
 const char *ubj_nvm_path(const struct ubj_nvm *r)
 {
     return r->path;
+}
+
+/* ---- the recorded device error ----------------------------------------- */
+
+/* ubj_nvm_error_record -- store the details, persist, then the code word. */
+int ubj_nvm_error_record(struct ubj_nvm *r, const struct ubj_nvm_error *e)
+{
+    if (r->rdonly)
+        return ubj_set_error(-EROFS, "nvm: %s is open read-only", r->path);
+    if (e->err <= 0)
+        return ubj_set_error(-EINVAL, "nvm: no error to record");
+    struct nvm_header *h = r->hdr;
+    ubj_nvm_store64(r, (uint64_t *)&h->err_time, (uint64_t)e->time);
+    ubj_nvm_store64(r, &h->err_txid, e->txid);
+    ubj_nvm_store64(r, &h->err_blocks, e->blocks);
+    int rc = ubj_nvm_persist(r, &h->err_time, 24);
+    if (rc < 0)
+        return rc;
+    ubj_nvm_store64(r, &h->err_code, (uint64_t)(uint32_t)e->err |
+                                     (uint64_t)e->where << 32);
+    return ubj_nvm_persist(r, &h->err_code, 8);
+}
+
+/* ubj_nvm_error_get -- the recorded error, if any. */
+int ubj_nvm_error_get(const struct ubj_nvm *r, struct ubj_nvm_error *out)
+{
+    uint64_t code = __atomic_load_n(&r->hdr->err_code, __ATOMIC_ACQUIRE);
+    if (code == 0)
+        return 0;
+    *out = (struct ubj_nvm_error){
+        .err = (int)(uint32_t)code, .where = (uint32_t)(code >> 32),
+        .time = r->hdr->err_time, .txid = r->hdr->err_txid,
+        .blocks = r->hdr->err_blocks,
+    };
+    return 1;
+}
+
+/* ubj_nvm_error_clear -- the code word 0, persisted. */
+int ubj_nvm_error_clear(struct ubj_nvm *r)
+{
+    if (r->rdonly)
+        return ubj_set_error(-EROFS, "nvm: %s is open read-only", r->path);
+    ubj_nvm_store64(r, &r->hdr->err_code, 0);
+    return ubj_nvm_persist(r, &r->hdr->err_code, 8);
+}
+
+/* nvm_where_text -- the checkpoint a UBJ_NVM_ERR_* names. */
+static const char *nvm_where_text(uint32_t where)
+{
+    switch (where & 0xffu) {
+    case UBJ_NVM_ERR_START: return "the checkpoint at an operation's start";
+    case UBJ_NVM_ERR_TIMER: return "the timer's checkpoint";
+    case UBJ_NVM_ERR_SYNC: return "sync's checkpoint";
+    case UBJ_NVM_ERR_RECLAIM: return "the checkpoint of a full cache";
+    case UBJ_NVM_ERR_UNMOUNT: return "unmount's checkpoint";
+    default: return "a checkpoint";
+    }
+}
+
+/* ubj_nvm_error_text -- one line saying what the record says. */
+char *ubj_nvm_error_text(const struct ubj_nvm_error *e, char *buf, size_t len)
+{
+    char when[40] = "an unknown time";
+    time_t t = (time_t)e->time;
+    struct tm tm;
+    if (gmtime_r(&t, &tm) != NULL)
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    snprintf(buf, len, "%s could not %s %llu committed blocks home (%s) at %s, "
+             "after commit %llu", nvm_where_text(e->where),
+             (e->where & UBJ_NVM_ERR_FLUSH) ? "flush the device after writing"
+                                            : "write",
+             (unsigned long long)e->blocks, strerror(e->err), when,
+             (unsigned long long)e->txid);
+    return buf;
 }
