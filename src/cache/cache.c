@@ -919,6 +919,16 @@ static int cache_wb_cmp(const void *a, const void *b)
     return (x->blkno > y->blkno) - (x->blkno < y->blkno);
 }
 
+/* cache_bufs_cmp -- the order of ubj_cache_write_bufs: by block number,
+ * block 0 (the superblock) last, so that a device failing from some
+ * request on has failed the rest before it takes the superblock. */
+static int cache_bufs_cmp(const void *a, const void *b)
+{
+    const struct cache_wb_ent *x = a, *y = b;
+    uint64_t kx = x->blkno - 1, ky = y->blkno - 1;   /* 0 wraps to the end */
+    return (kx > ky) - (kx < ky);
+}
+
 /*
  * cache_wb_collect_locked -- mark every DIRTY buffer to write (pinned ones
  * only with UBJ_WB_PINNED) io_busy and list it in c->wb_ents; first waits
@@ -1296,7 +1306,7 @@ int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
     n = m;
     pthread_mutex_unlock(&c->lock);
 
-    qsort(c->wb_ents, n, sizeof *c->wb_ents, cache_wb_cmp);
+    qsort(c->wb_ents, n, sizeof *c->wb_ents, cache_bufs_cmp);
     cache_wb_write(c, n);
 
     int rc = 0;

@@ -251,7 +251,8 @@ uint32_t ubj_cache_revoke(struct ubj_cache *c, uint64_t blkno, uint32_t *out,
 
 /*
  * ubj_cache_write_bufs -- write the buffers with indices idx[0..n) home,
- * sorted and coalesced, without sealing them and without changing their
+ * sorted by block number with block 0 (the superblock) last, coalesced,
+ * without sealing them and without changing their
  * state (UBJ checkpoint: the mode makes them CLEAN once the device was
  * flushed).  Only buffers that are FROZEN when the call starts, and, if
  * txid is not NULL, still carry txid[k] (the committed transaction they

@@ -60,6 +60,8 @@ struct ubj_fs {
     uint64_t nvm_region_id;        /* mode ubj: the attached region's id, else 0 */
     struct ubj_nvm *nvm;           /* mode ubj: the attached region (the mode's) */
     uint64_t nvm_gen;              /* mode ubj, read-write: this mount's generation */
+    bool errors_home;              /* [lock] mode ubj: the region's recorded
+                                      device error is in the home superblock */
     void (*now)(void *ctx, struct timespec *ts);   /* cfg.now, or NULL */
     void *now_ctx;
     unsigned flags;                /* UBJ_MOUNT_* */

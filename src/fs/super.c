@@ -314,7 +314,41 @@ int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h)
     return rc;
 }
 
-/* fs_stop -- stop the handle (if any) and unlock; the first error wins. */
+/*
+ * super_errors_home -- mode ubj, once its region records a device error
+ * (a checkpoint failed: docs/UBJ.md, "Device errors"): put ERRORS into the
+ * home superblock straight on the device -- read it, set the bit (MOUNTED
+ * stays: the region holds committed blocks the image lacks), reseal,
+ * write, flush -- as soon as the device takes it; the cached copy may be
+ * frozen, and nothing else of the mount may reach the device.  A home
+ * block that does not verify is left alone (the region's copy will
+ * replace it).  Keeps the caller's error message.
+ */
+static void super_errors_home(struct ubj_fs *fs)
+{
+    struct ubj_nvm_error e;
+    if (fs->errors_home || fs->nvm == NULL || (fs->flags & UBJ_MOUNT_RDONLY) ||
+        !ubj_nvm_error_get(fs->nvm, &e))
+        return;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", ubj_errormsg());
+    struct ubj_super *sb = aligned_alloc(UBJ_BS, UBJ_BS);
+    int rc = sb ? ubj_bdev_read(fs->dev, 0, 1, sb) : -ENOMEM;
+    if (rc == 0 && fs_block_verify(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0) == 0) {
+        sb->state = (sb->state & ~UBJ_STATE_CLEAN) | UBJ_STATE_MOUNTED |
+                    UBJ_STATE_ERRORS;
+        fs_block_seal(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0);
+        rc = ubj_bdev_write(fs->dev, 0, 1, sb);
+        if (rc == 0)
+            rc = ubj_bdev_flush(fs->dev);
+        fs->errors_home = rc == 0;
+    }
+    free(sb);
+    ubj_set_error(-EIO, "%s", msg);
+}
+
+/* fs_stop -- stop the handle (if any) and unlock; the first error wins.
+ * A failed call of a ubj mount whose checkpoint failed records ERRORS. */
 int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc)
 {
     if (h) {
@@ -322,6 +356,8 @@ int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc)
         if (rc >= 0 && src < 0)
             rc = src;
     }
+    if (rc < 0 && fs->nvm != NULL && !fs->errors_home)
+        super_errors_home(fs);
     pthread_mutex_unlock(&fs->lock);
     return rc;
 }
@@ -1066,7 +1102,10 @@ static int super_mark_home(struct ubj_fs *fs)
     if (!sb)
         return ubj_set_error(-ENOMEM, "mount: out of memory");
     memcpy(sb, &fs->sb, sizeof *sb);     /* the home copy read at mount */
-    sb->state = UBJ_STATE_MOUNTED | (sb->state & UBJ_STATE_ERRORS);
+    struct ubj_nvm_error e;
+    bool recorded = ubj_nvm_error_get(fs->nvm, &e) == 1;
+    sb->state = UBJ_STATE_MOUNTED | (sb->state & UBJ_STATE_ERRORS) |
+                (recorded ? UBJ_STATE_ERRORS : 0u);   /* at the latest now */
     sb->mount_mode = UBJ_FMT_MODE_UBJ;
     sb->nvm_region_id = fs->nvm_region_id;
     sb->nvm_gen = fs->nvm_gen;
@@ -1143,6 +1182,21 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
     return rc;
 }
 
+/* super_record_nvm_error -- mode ubj: a device error the region recorded
+ * (the last mount went read-only; recovery has just brought its committed
+ * blocks back) goes into the superblock as ERRORS, which the coming
+ * super_mark_mounted commits; the home copy has it already
+ * (super_mark_home).  Returns whether there was one. */
+static bool super_record_nvm_error(struct ubj_fs *fs)
+{
+    struct ubj_nvm_error e;
+    if (fs->nvm == NULL || (fs->flags & UBJ_MOUNT_RDONLY) ||
+        ubj_nvm_error_get(fs->nvm, &e) != 1)
+        return false;
+    fs->sb.state |= UBJ_STATE_ERRORS;
+    return true;
+}
+
 /* super_mount_fs -- everything after the mode is mounted (lock held). */
 static int super_mount_fs(struct ubj_fs *fs)
 {
@@ -1161,8 +1215,11 @@ static int super_mount_fs(struct ubj_fs *fs)
         rc = super_check_root(fs);
     if (rc == 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
         rc = fs_orphan_cleanup(fs);
+    bool recorded = rc == 0 && super_record_nvm_error(fs);
     if (rc == 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
         rc = super_mark_mounted(fs);
+    if (rc == 0 && recorded)   /* ERRORS committed: the region's record is done */
+        rc = ubj_nvm_error_clear(fs->nvm);
     return rc;
 }
 
@@ -1269,8 +1326,10 @@ int ubj_unmount(struct ubj_fs *fs)
     if (first == 0)
         first = rc;
     rc = ubj_txn_unmount(&fs->txn);
-    if (first == 0)
+    if (first == 0 || (rc < 0 && first == -EROFS))   /* the cause, not -EROFS */
         first = rc;
+    if (first < 0)
+        super_errors_home(fs);
     pthread_mutex_unlock(&fs->lock);
     struct ubj_bdev *dev = fs->dev;
     super_fs_free(fs);

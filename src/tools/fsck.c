@@ -166,6 +166,24 @@ static int fsck_mark_clean(const char *image, struct ubj_bdev *dev)
     return rc < 0 ? -1 : 0;
 }
 
+/* fsck_nvm_error -- with --nvm: say what a device error the region
+ * records did (a mode-ubj mount went read-only after a checkpoint
+ * failed; docs/UBJ.md, "Device errors"). */
+static void fsck_nvm_error(const char *image, const char *nvm)
+{
+    struct ubj_nvm *r;
+    struct ubj_nvm_error e;
+    char text[320];
+    if (ubj_nvm_open(nvm, UBJ_NVM_OPEN_RDONLY, &r) < 0)
+        return;   /* the overlay has reported why */
+    if (ubj_nvm_error_get(r, &e) == 1)
+        printf("%s: note: NVM region %s records that %s; the mount went "
+               "read-only and kept them in the region, which this check "
+               "read: mount the pair with a working device to write them "
+               "home\n", image, nvm, ubj_nvm_error_text(&e, text, sizeof text));
+    ubj_nvm_close(r);
+}
+
 /* fsck_result_text -- the final line's word for a UBJ_CHECK_* result. */
 static const char *fsck_result_text(int r)
 {
@@ -240,6 +258,7 @@ int tools_fsck_main(int argc, char **argv)
             return UBJ_CHECK_OPERROR;
         }
         dev = pair;
+        fsck_nvm_error(image, nvm);
     }
     struct fsck_ctx ctx = { 0 };
     struct timespec t0, t1;

@@ -33,6 +33,18 @@
  * the timer's ubjm_checkpoint_unlocked releases the lock around the
  * device I/O, so writers continue meanwhile.
  *
+ * The mount (docs/UBJ.md, "Device errors"):
+ *
+ *   RUNNING --any checkpoint's device write or flush fails------> ERROR
+ *            (ubjm_ckpt_failed: s->error sticky, the region's
+ *             device-error record persisted)
+ *   ERROR: every buffer keeps its state -- FROZEN ones stay, the only
+ *   good copy; no handle starts (-EROFS: ubjm_start), no commit
+ *   (ubjm_commit_locked: the running transaction may hold half an
+ *   operation), no checkpoint, and unmount returns the error leaving the
+ *   region as it is; the next mount recovers it like a crash.  A failed
+ *   NVM drain enters ERROR too (ubjm_fail), without a record.
+ *
  * Invariants (checked by asserts; docs/UBJ.md numbers them):
  *  U1 A descriptor's durable tag is non-zero only while its buffer is
  *     FROZEN or FROZEN_OLD (or in the middle of commit phase 1).
@@ -43,8 +55,8 @@
  *     superseded or freed it is durable (free_after <= committed).
  *  U4 DIRTY buffers are PINNED: the cache never writes them home (nothing
  *     uncommitted reaches the device); they belong to the running txn.
- *  U5 Commit runs only with no handle open (depth 0): a commit never cuts
- *     a file-system operation in half.  The mount lock serialises all of
+ *  U5 Commit runs only with no handle open (depth 0) and never in ERROR:
+ *     a commit never cuts a file-system operation in half.  The mount lock serialises all of
  *     this and every access to the region; only the timer's checkpoint
  *     releases it, around writing home and flushing the device.
  *
@@ -106,7 +118,8 @@ struct ubjm_state {
     uint64_t cold;           /* cold frozen buffers CLOCK met since then */
     bool rdonly;             /* read-only mount: never write home */
     bool revoked;            /* the running txn freed frozen blocks */
-    int error;               /* sticky NVM or checkpoint error */
+    int error;               /* sticky NVM or checkpoint error: read-only */
+    uint32_t error_where;    /* UBJ_NVM_ERR_* of a checkpoint error, or 0 */
 #ifndef NDEBUG
     uint32_t *crc;           /* crc32c of each frozen buffer's bytes (U2) */
 #endif
@@ -221,6 +234,18 @@ static int ubjm_fail(struct ubjm_state *s, int rc)
     if (s->error == 0)
         s->error = rc;
     return rc;
+}
+
+/* ubjm_refuse -- the error of a mount that failed earlier (one line). */
+static int ubjm_refuse(struct ubjm_state *s, int rc)
+{
+    if (s->error_where != 0)
+        return ubj_set_error(rc, "ubj: read-only since a checkpoint failed (%s): "
+                             "the committed changes are kept in the NVM region; "
+                             "unmount, repair the device and mount again",
+                             strerror(-s->error));
+    return ubj_set_error(rc, "ubj: read-only since the NVM region failed (%s)",
+                         strerror(-s->error));
 }
 
 /* ubjm_counts -- DIRTY and FROZEN(+OLD) buffers now. */
@@ -389,8 +414,7 @@ static int ubjm_commit_locked(struct ubj_txn *t)
     struct ubjm_state *s = ubjm_of(t);
     assert(s->depth == 0);   /* U5: never inside a file-system operation */
     if (s->error)
-        return ubj_set_error(s->error, "ubj: the NVM region failed earlier; "
-                             "no more commits");
+        return ubjm_refuse(s, s->error);
     if (s->ntxn == 0 && !s->revoked)
         return 0;   /* nothing changed since the last commit */
     uint64_t T = t->txid;
@@ -447,19 +471,54 @@ static bool ubjm_ckpt_same(const struct ubj_buf *b, uint64_t txid)
 
 /* ubjm_ckpt_write -- checkpoint steps C1-C2: write the listed buffers home
  * and flush the device.  Touches neither the region nor the mode's state,
- * so the timer runs it without the mount lock.  0 or the device's error. */
+ * so the timer runs it without the mount lock.  0 or the device's error;
+ * *flush_failed says which step failed. */
 static int ubjm_ckpt_write(struct ubj_txn *t, const uint32_t *list,
-                           const uint64_t *txid, uint32_t n)
+                           const uint64_t *txid, uint32_t n, bool *flush_failed)
 {
     const uint64_t *check = ubjm_broken(UBJ_BREAK_CKPT_ANY_FROZEN) ? NULL : txid;
     int rc = ubj_cache_write_bufs(t->cache, list, check, n);
-    if (rc == 0 && !ubjm_broken(UBJ_BREAK_CKPT_FLUSH))
+    *flush_failed = false;
+    if (rc == 0 && !ubjm_broken(UBJ_BREAK_CKPT_FLUSH)) {
         rc = ubj_bdev_flush(t->dev);
-    if (rc < 0)
-        return ubj_set_error(rc, "ubj: checkpoint: writing %u blocks home "
-                             "failed: %s", n, strerror(-rc));
-    return 0;
+        *flush_failed = rc < 0;
+    }
+    return rc;
 }
+
+/*
+ * ubjm_ckpt_failed -- a checkpoint (at `where`, UBJ_NVM_ERR_*) could not
+ * put n committed blocks home: the mount turns read-only at once (sticky
+ * s->error: no commit, no checkpoint, no handle from here on), the blocks
+ * stay FROZEN -- in NVM, the only good copy -- and the error is recorded
+ * in the region's header, persisted, for the next mount and fsck.  Returns
+ * rc with the one-line message set.
+ */
+static int ubjm_ckpt_failed(struct ubj_txn *t, int rc, uint32_t where, uint32_t n,
+                            bool flush_failed)
+{
+    struct ubjm_state *s = ubjm_of(t);
+    if (flush_failed)
+        where |= UBJ_NVM_ERR_FLUSH;
+    if (s->error == 0) {
+        uint64_t dirty, frozen;
+        ubjm_counts(t, &dirty, &frozen);
+        struct ubj_nvm_error e = { .err = -rc, .where = where,
+                                   .time = (int64_t)time(NULL),
+                                   .txid = s->committed, .blocks = frozen };
+        s->error = rc;
+        s->error_where = where;
+        if (!s->rdonly)
+            (void)ubj_nvm_error_record(s->r, &e);   /* a failing NVM: in memory only */
+        ubjm_trace("checkpoint failed (%s): read-only", strerror(-rc));
+    }
+    return ubj_set_error(rc, "ubj: checkpoint: %s %u blocks home failed (%s): "
+                         "read-only now; the committed changes stay in the NVM "
+                         "region until a mount with a working device writes "
+                         "them home", flush_failed ? "flushing the device after "
+                         "writing" : "writing", n, strerror(-rc));
+}
+
 
 /*
  * ubjm_ckpt_finish -- checkpoint steps C3-C4 for the listed buffers that
@@ -509,19 +568,22 @@ static int ubjm_ckpt_finish(struct ubj_txn *t, const uint32_t *list,
  * CLEAN; all under the mount lock.  On a device error nothing changes
  * state (they stay FROZEN, safe in NVM) and the error is returned.
  */
-static int ubjm_checkpoint_locked(struct ubj_txn *t)
+static int ubjm_checkpoint_locked(struct ubj_txn *t, uint32_t where)
 {
     struct ubjm_state *s = ubjm_of(t);
     if (s->error)
-        return ubj_set_error(s->error, "ubj: the NVM region failed earlier");
+        return ubjm_refuse(s, s->error);
     uint32_t n = ubjm_ckpt_collect(t, s->scratch, s->scratch_txid);
     if (n == 0) {
         int rc = ubjm_free_olds(t);
         return rc < 0 ? rc : 0;
     }
     ubjm_trace("checkpoint %u buffers (depth %u)", n, s->depth);
-    int rc = ubjm_ckpt_write(t, s->scratch, s->scratch_txid, n);
-    return rc < 0 ? rc : ubjm_ckpt_finish(t, s->scratch, s->scratch_txid, n);
+    bool flush_failed;
+    int rc = ubjm_ckpt_write(t, s->scratch, s->scratch_txid, n, &flush_failed);
+    if (rc < 0)
+        return ubjm_ckpt_failed(t, rc, where, n, flush_failed);
+    return ubjm_ckpt_finish(t, s->scratch, s->scratch_txid, n);
 }
 
 /*
@@ -540,9 +602,9 @@ static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
 {
     struct ubjm_state *s = ubjm_of(t);
     if (t->lock == NULL || s->depth != 0)
-        return ubjm_checkpoint_locked(t);
+        return ubjm_checkpoint_locked(t, UBJ_NVM_ERR_TIMER);
     if (s->error)
-        return ubj_set_error(s->error, "ubj: the NVM region failed earlier");
+        return ubjm_refuse(s, s->error);
     uint32_t n = ubjm_ckpt_collect(t, s->ckpt, s->ckpt_txid);
     if (n == 0) {
         int rc = ubjm_free_olds(t);
@@ -551,12 +613,15 @@ static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
     ubjm_trace("checkpoint %u buffers without the mount lock", n);
     pthread_mutex_unlock(t->lock);
     ubjm_point(UBJ_TP_CKPT_UNLOCKED);
-    int rc = ubjm_ckpt_write(t, s->ckpt, s->ckpt_txid, n);
+    bool flush_failed;
+    int rc = ubjm_ckpt_write(t, s->ckpt, s->ckpt_txid, n, &flush_failed);
     ubjm_point(UBJ_TP_CKPT_WRITTEN);
     pthread_mutex_lock(t->lock);
-    if (rc == 0)
-        rc = ubjm_ckpt_finish(t, s->ckpt, s->ckpt_txid, n);
-    return rc;
+    if (rc < 0)   /* writers ran meanwhile; nothing of this one changed state */
+        return ubjm_ckpt_failed(t, rc, UBJ_NVM_ERR_TIMER, n, flush_failed);
+    if (s->error)   /* a writer's checkpoint failed meanwhile: stay frozen */
+        return ubjm_refuse(s, s->error);
+    return ubjm_ckpt_finish(t, s->ckpt, s->ckpt_txid, n);
 }
 
 /* ubjm_cold_pressure -- eviction keeps meeting cold frozen (or pinned
@@ -580,7 +645,7 @@ static int ubjm_maybe_checkpoint(struct ubj_txn *t, bool cold)
     uint64_t dirty, frozen;
     ubjm_counts(t, &dirty, &frozen);
     return frozen > ubjm_of(t)->max_frozen || (cold && frozen > 0)
-           ? ubjm_checkpoint_locked(t) : 0;
+           ? ubjm_checkpoint_locked(t, UBJ_NVM_ERR_START) : 0;
 }
 
 /* ---- recovery (mount) ----------------------------------------------------- */
@@ -703,17 +768,30 @@ static int ubjm_mount(struct ubj_txn *t)
 }
 
 /* ubjm_unmount -- a final commit and checkpoint: the image is complete and
- * the region holds nothing committed. */
+ * the region holds nothing committed.  After a failed checkpoint neither:
+ * the running transaction may hold half an operation, and the committed
+ * blocks stay in the region for the next mount; the error is returned. */
 static int ubjm_unmount(struct ubj_txn *t)
 {
     struct ubjm_state *s = ubjm_of(t);
     if (s == NULL)
         return 0;
     assert(s->depth == 0);
-    int rc = ubjm_commit_locked(t);
-    int crc = s->rdonly ? 0 : ubjm_checkpoint_locked(t);
-    if (rc == 0)
-        rc = crc;
+    int rc = 0;
+    if (s->error) {
+        uint64_t dirty, frozen;
+        ubjm_counts(t, &dirty, &frozen);
+        rc = ubj_set_error(s->error, "ubj: unmount after a failed checkpoint "
+                           "(%s): %llu committed blocks are not home; they stay "
+                           "in NVM region %s: mount with it again once the "
+                           "device works", strerror(-s->error),
+                           (unsigned long long)frozen, ubj_nvm_path(s->r));
+    } else {
+        rc = ubjm_commit_locked(t);
+        int crc = s->rdonly ? 0 : ubjm_checkpoint_locked(t, UBJ_NVM_ERR_UNMOUNT);
+        if (rc == 0)
+            rc = crc;
+    }
     ubjm_sync_stats(t);
     ubjm_state_free(s);
     t->priv = NULL;
@@ -730,23 +808,27 @@ static int ubjm_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h
     struct ubjm_state *s = ubjm_of(t);
     if (s->depth == 0) {
         if (s->error)
-            return ubj_set_error(-EROFS, "ubj: NVM region failed: read-only");
+            return ubjm_refuse(s, -EROFS);
         uint64_t dirty, frozen;
         ubjm_counts(t, &dirty, &frozen);
         uint64_t want = credits < s->nbufs ? credits : s->nbufs;
-        bool cold = ubjm_cold_pressure(t);
+        /* (a test's frozen limit of the whole cache: no early checkpoint) */
+        bool cold = s->max_frozen < s->nbufs && ubjm_cold_pressure(t);
         int rc = 0;
         if (dirty > 0 && (dirty + want > s->max_dirty || cold))
             rc = ubjm_commit_locked(t);
         if (rc < 0)
             return rc;
-        /* an early checkpoint only makes room ahead of need: a device
-         * error here is left to the reclaim that will need the room; the
-         * caller does not wait for it, so on a timed device model its
-         * I/O is queued, not waited for (ubjfs/model.h) */
+        /* an early checkpoint makes room ahead of need; the caller does
+         * not wait for it, so on a timed device model its I/O is queued,
+         * not waited for (ubjfs/model.h).  Its device error turns the
+         * mount read-only like any checkpoint's: this operation has not
+         * started, and fails with it */
         ubj_model_async_begin();
-        (void)ubjm_maybe_checkpoint(t, cold);
+        rc = ubjm_maybe_checkpoint(t, cold);
         ubj_model_async_end();
+        if (rc < 0)
+            return rc;
         s->h.credits = 0;
         s->h.used = 0;
     }
@@ -835,7 +917,7 @@ static int ubjm_commit(struct ubj_txn *t, unsigned flags)
 {
     int rc = ubjm_commit_locked(t);
     if (rc == 0 && (flags & UBJ_COMMIT_SYNC))
-        rc = ubjm_checkpoint_locked(t);
+        rc = ubjm_checkpoint_locked(t, UBJ_NVM_ERR_SYNC);
     return rc;
 }
 
@@ -864,6 +946,8 @@ static int ubjm_reclaim(struct ubj_txn *t)
     int rc = ubjm_free_olds(t);
     if (rc < 0)
         return rc;
+    if (s->error)   /* read-only: nothing can be committed or go home */
+        return rc > 0 ? 0 : ubjm_refuse(s, s->error);
     bool progress = rc > 0;
     ubjm_counts(t, &dirty, &frozen);
     if (s->depth == 0 && dirty > 0) {
@@ -873,7 +957,7 @@ static int ubjm_reclaim(struct ubj_txn *t)
         ubjm_counts(t, &dirty, &frozen);
     }
     if (frozen > 0) {
-        rc = ubjm_checkpoint_locked(t);
+        rc = ubjm_checkpoint_locked(t, UBJ_NVM_ERR_RECLAIM);
         if (rc < 0)
             return rc;
         rc = ubjm_free_olds(t);

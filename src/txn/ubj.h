@@ -120,7 +120,9 @@ void ubj_ubj_test_on_point(void (*cb)(void *ctx, enum ubj_test_point p), void *c
 /* ubj_ubj_test_limits -- override the running-transaction limit (dirty
  * buffers before a commit at a handle boundary) and the frozen limit
  * (before a checkpoint) as fractions in 1/1000 of the cache; 0 = default
- * (250 and 500).  Process-wide, read at mount. */
+ * (250 and 500); a frozen limit of 1000 or more also turns off the
+ * cold-pressure checkpoint, so that only the timer, sync, reclaim and
+ * unmount checkpoint.  Process-wide, read at mount. */
 void ubj_ubj_test_limits(unsigned dirty_permille, unsigned frozen_permille);
 
 #endif /* UBJ_TXN_UBJ_H */

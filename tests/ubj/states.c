@@ -424,8 +424,9 @@ static void test_operation_too_big(void **state)
 }
 
 /* a checkpoint whose writes or flush fail changes nothing (the blocks
- * stay frozen, safe in NVM) and reports -EIO; once the device works, the
- * next checkpoint writes them; a crash in between loses nothing. */
+ * stay frozen, safe in NVM), reports -EIO and turns the mount read-only
+ * (docs/UBJ.md, "Device errors"); a crash then loses nothing; unmount
+ * reports the error; the next mount, the device working, writes them. */
 static void test_checkpoint_eio(void **state)
 {
     struct fix *f = *state;
@@ -433,31 +434,41 @@ static void test_checkpoint_eio(void **state)
     struct ubj_bdev *fdev;
     assert_ok(ubj_bdev_fault_create(f->dev, &fdev));
     f->dev = fdev;
-    assert_ok(ut_mount(f->dev, f->region, 0, 0, 0, &f->fs));
-    uint8_t p[3 * UT_BS], rd[3 * UT_BS];
-    tpattern_fill(p, sizeof p, 31, 0);
-    assert_ok(tpath_put(f->fs, "/e", p, sizeof p));
-    assert_ok(ubj_fsync(f->fs, tpath_ino(f->fs, "/e"), 0));
-    uint32_t tags = count_tags(f->fs);
-    assert_true(tags > 0);
     for (int op = UBJ_FAULT_WRITE; op <= UBJ_FAULT_FLUSH; op++) {
+        assert_ok(ut_mount(f->dev, f->region, 0, 0, 0, &f->fs));
+        uint8_t p[3 * UT_BS], rd[3 * UT_BS];
+        char name[8];
+        snprintf(name, sizeof name, "/e%d", op);
+        tpattern_fill(p, sizeof p, 31u + (unsigned)op, 0);
+        assert_ok(tpath_put(f->fs, name, p, sizeof p));
+        assert_ok(ubj_fsync(f->fs, tpath_ino(f->fs, name), 0));
+        uint32_t tags = count_tags(f->fs);
+        assert_true(tags > 0);
         assert_ok(ubj_bdev_fault_arm(f->dev, (enum ubj_fault_op)op, 1, 1, 0));
         assert_rc(ubj_sync(f->fs), -EIO);
         assert_int_equal(count_tags(f->fs), tags);   /* nothing let go */
         assert_ok(ubj_bdev_fault_disarm(f->dev));
+        assert_rc(ubj_sync(f->fs), -EROFS);          /* read-only now */
+        assert_rc(tpath_create(f->fs, "/no", 0644, NULL), -EROFS);
+        assert_int_equal(count_tags(f->fs), tags);
+        /* a crash now: the region still holds everything */
+        struct ubj_fs *cfs;
+        struct ubj_bdev *cdev;
+        char cpath[300];
+        crash_copy(f, &cdev, &cfs, cpath, sizeof cpath);
+        assert_rc(tpath_read(cfs, name, rd, sizeof rd, 0), sizeof rd);
+        assert_memory_equal(rd, p, sizeof rd);
+        crash_done(cdev, cfs, cpath);
+        assert_rc(ubj_unmount(f->fs), -EIO);
+        assert_ok(ut_mount(f->dev, f->region, 0, 0, 0, &f->fs));
+        assert_true(f->fs->sb.state & UBJ_STATE_ERRORS);
+        assert_ok(ubj_sync(f->fs));
+        assert_int_equal(count_tags(f->fs), 0);
+        assert_rc(tpath_read(f->fs, name, rd, sizeof rd, 0), sizeof rd);
+        assert_memory_equal(rd, p, sizeof rd);
+        if (op == UBJ_FAULT_WRITE)
+            assert_ok(ubj_unmount(f->fs));
     }
-    /* a crash now: the region still holds everything */
-    struct ubj_fs *cfs;
-    struct ubj_bdev *cdev;
-    char cpath[300];
-    crash_copy(f, &cdev, &cfs, cpath, sizeof cpath);
-    assert_rc(tpath_read(cfs, "/e", rd, sizeof rd, 0), sizeof rd);
-    assert_memory_equal(rd, p, sizeof rd);
-    crash_done(cdev, cfs, cpath);
-    assert_ok(ubj_sync(f->fs));
-    assert_int_equal(count_tags(f->fs), 0);
-    assert_rc(tpath_read(f->fs, "/e", rd, sizeof rd, 0), sizeof rd);
-    assert_memory_equal(rd, p, sizeof rd);
 }
 
 /* unmount leaves no tag; a read-only mount of a crashed pair recovers in
