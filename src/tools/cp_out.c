@@ -250,6 +250,10 @@ void cp_out_into(struct cp_ctx *c, const struct ubj_stat *st, const char *spath,
         cp_fail(c, "%s:%s: %s", c->image, spath, tools_strerror(rc));
         return;
     }
+    if (cp_dir_push(c, st->ino, 0) < 0) {
+        tools_dirlist_free(&l);
+        return;
+    }
     for (size_t i = 0; i < l.n; i++) {
         struct ubj_stat cst;
         char *s = tools_join(spath, l.v[i].name);
@@ -263,6 +267,7 @@ void cp_out_into(struct cp_ctx *c, const struct ubj_stat *st, const char *spath,
         free(s);
         free(d);
     }
+    cp_dir_pop(c);
     tools_dirlist_free(&l);
 }
 
@@ -280,6 +285,8 @@ static void cpout_dir(struct cp_ctx *c, const struct ubj_stat *st, const char *s
                 dst, c->image, spath);
         return;
     }
+    if (cp_dir_loop(c, st->ino, 0, true, spath))
+        return;
     if (!hexists && mkdir(dst, 0700) != 0) {
         cp_fail(c, "%s: mkdir: %s", dst, strerror(errno));
         return;
