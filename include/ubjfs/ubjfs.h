@@ -323,6 +323,27 @@ ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
                   off_t off);
 
 /*
+ * ubj_seek_data, ubj_seek_hole -- lseek(2) SEEK_DATA and SEEK_HOLE on a
+ * regular file, from its extent map (no data block is read; the cost is
+ * one tree lookup per run of data or hole crossed).  Granularity is the
+ * 4 KiB block: a hole is a run of blocks with nothing mapped, and blocks
+ * preallocated by ubj_fallocate but not yet written (unwritten extents,
+ * which read as zeros) are holes too, as ext4 reports them; the end of the
+ * file is a hole, so ubj_seek_hole returns at most the size.
+ *   ubj_seek_data: the smallest offset >= off that is data (off itself
+ *     when off is in data).
+ *   ubj_seek_hole: the smallest offset >= off in a hole (off itself when
+ *     off is in one), or the size.
+ * Returns that offset; -ENXIO when off < 0 or off >= the size, and from
+ * ubj_seek_data when only holes remain after off (Linux's answers);
+ * -EISDIR; -EINVAL (not a regular file); -ENOENT; -EUCLEAN (a corrupt
+ * extent tree); -EIO.  Reads only: never changes atime.  Thread-safe
+ * (takes the mount lock).
+ */
+off_t ubj_seek_data(struct ubj_fs *fs, ubj_ino_t ino, off_t off);
+off_t ubj_seek_hole(struct ubj_fs *fs, ubj_ino_t ino, off_t off);
+
+/*
  * ubj_pwrite -- write `size` bytes at `off` (POSIX pwrite()); extends the
  * file, leaving holes unallocated.  Clears S_ISUID (and S_ISGID if group
  * executable) like Linux's file_remove_privs().  A large write runs as

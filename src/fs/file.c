@@ -1,6 +1,6 @@
 /*
  * file.c -- the file API: open/release, pread, pwrite, truncate
- * (fs_truncate and ubj_setattr), fsync.
+ * (fs_truncate and ubj_setattr), fsync, SEEK_DATA/SEEK_HOLE.
  *
  * Every entry point runs under the mount lock between fs_start and
  * fs_stop.  Operations whose handle size depends on the inode (O_TRUNC,
@@ -220,6 +220,82 @@ ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
     }
     fs_iput(fs, &r);
     return fs_stop(fs, h, (int)n);
+}
+
+/* ---- SEEK_DATA / SEEK_HOLE ---------------------------------------------- */
+
+/* file_seek_locked -- the first offset >= off of data (data) or of a hole
+ * (!data), from the extent map alone: one fs_ext_map per run of equal
+ * status, never a data block read.  Unwritten extents are holes (as ext4
+ * answers without dirty page-cache pages over them: they read as zeros);
+ * the end of the file counts as a hole.  *out; -ENXIO (off at or past the
+ * end, or no data at or after off). */
+static int file_seek_locked(struct ubj_fs *fs, struct fs_iref *r, uint64_t off,
+                            bool data, uint64_t *out)
+{
+    uint64_t size = r->ip->size;
+    if (size > UBJ_MAX_FILE_SIZE)
+        return ubj_set_error(-EUCLEAN, "inode %llu: size %llu beyond the limit",
+                             (unsigned long long)r->ino, (unsigned long long)size);
+    if (off >= size)
+        return ubj_set_error(-ENXIO, "inode %llu: offset %llu is at or past the "
+                             "end (%llu bytes)", (unsigned long long)r->ino,
+                             (unsigned long long)off, (unsigned long long)size);
+    uint64_t last = (size - 1) / UBJ_BS;        /* < 2^32: size <= 16 TiB */
+    for (uint64_t lblk = off / UBJ_BS; lblk <= last;) {
+        uint64_t pblk, max = last - lblk + 1;
+        uint32_t len;
+        int rc = fs_ext_map(fs, r, (uint32_t)lblk,
+                            max > UINT32_MAX ? UINT32_MAX : (uint32_t)max, &pblk, &len);
+        if (rc < 0)
+            return rc;
+        if ((pblk != 0) == data) {
+            *out = lblk * UBJ_BS > off ? lblk * UBJ_BS : off;
+            return 0;
+        }
+        lblk += len;
+    }
+    if (!data) {
+        *out = size;
+        return 0;
+    }
+    return ubj_set_error(-ENXIO, "inode %llu: no data at or after offset %llu",
+                         (unsigned long long)r->ino, (unsigned long long)off);
+}
+
+/* file_seek -- ubj_seek_data (data) and ubj_seek_hole under the mount lock. */
+static off_t file_seek(struct ubj_fs *fs, ubj_ino_t ino, off_t off, bool data)
+{
+    const char *op = data ? "seek data" : "seek hole";
+    struct ubj_handle *h;
+    struct fs_iref r;
+    fs_start(fs, 0, &h);
+    int rc = fs_iget(fs, ino, &r);
+    if (rc < 0)
+        return fs_stop(fs, h, file_err(rc, op, ino));
+    uint64_t at = 0;
+    rc = file_check_reg(r.ip, op, ino);
+    if (rc == 0 && off < 0)
+        rc = ubj_set_error(-ENXIO, "%s: negative offset %lld", op, (long long)off);
+    else if (rc == 0)
+        rc = file_seek_locked(fs, &r, (uint64_t)off, data, &at);
+    if (rc < 0 && rc != -ENXIO)
+        rc = file_err(rc, op, ino);
+    fs_iput(fs, &r);
+    rc = fs_stop(fs, h, rc);
+    return rc < 0 ? rc : (off_t)at;
+}
+
+/* ubj_seek_data -- lseek(SEEK_DATA). */
+off_t ubj_seek_data(struct ubj_fs *fs, ubj_ino_t ino, off_t off)
+{
+    return file_seek(fs, ino, off, true);
+}
+
+/* ubj_seek_hole -- lseek(SEEK_HOLE). */
+off_t ubj_seek_hole(struct ubj_fs *fs, ubj_ino_t ino, off_t off)
+{
+    return file_seek(fs, ino, off, false);
 }
 
 /* ---- writing ------------------------------------------------------------- */

@@ -915,6 +915,31 @@ static void fu_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
     fu_err(req, rc, "fallocate");
 }
 
+/* fu_lseek -- SEEK_DATA / SEEK_HOLE, from the extent map (the kernel
+ * answers SEEK_SET, SEEK_CUR and SEEK_END itself).  Under writeback_cache
+ * the kernel may hold dirty pages it does not write back before asking
+ * (Linux's fuse_lseek does not), so an answer from the map could call
+ * them a hole and a sparse-aware copy would skip them: there, ENOSYS
+ * makes the kernel answer itself for the rest of the mount (all data up
+ * to the size: always safe). */
+static void fu_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                     struct fuse_file_info *fi)
+{
+    struct ubj_fuse *f = fu_get(req);
+    struct ubj_fs *fs = f->fs;
+    (void)fi;
+    if (f->wb) {
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
+    off_t at = whence == SEEK_DATA ? ubj_seek_data(fs, ino, off)
+             : whence == SEEK_HOLE ? ubj_seek_hole(fs, ino, off) : -EINVAL;
+    if (at < 0)
+        fu_err(req, (int)at, "lseek");
+    else
+        fuse_reply_lseek(req, at);
+}
+
 /* ---- directories ----------------------------------------------------------- */
 
 /* fu_opendir -- nothing to keep: readdir offsets are stable cookies. */
@@ -1217,6 +1242,7 @@ static const struct fuse_lowlevel_ops fu_ops = {
     .access = fu_access,
     .create = fu_create,
     .fallocate = fu_fallocate,
+    .lseek = fu_lseek,
 };
 
 /* ---- life cycle ----------------------------------------------------------- */

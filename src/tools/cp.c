@@ -9,7 +9,9 @@
  * Invariants: exactly one side is an image (image-to-image is refused);
  * the image is mounted once (read-write for copy in, read-only for copy
  * out) and unmounted at the end, its error reported; a failure on one file
- * is reported and the copy goes on (exit 1 at the end), like cp.
+ * is reported and the copy goes on (exit 1 at the end), like cp; a
+ * directory already on the stack of directories being copied (c->dirs) is
+ * a loop and is reported, never entered, so every copy ends.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -42,6 +44,8 @@ static void cp_usage(void)
            "                       are skipped (an error) and symlink operands are\n"
            "                       followed.  FIFOs, sockets and device nodes are\n"
            "                       always made anew (devices need root on a host).\n"
+           "                       A directory that is its own ancestor (a loop in\n"
+           "                       a corrupt image) is reported and not entered.\n"
            "  -p, --preserve       also preserve owner and group when not root\n"
            TOOLS_NVM_HELP
            "      --help           print this help\n\n"
@@ -128,6 +132,48 @@ static void cp_links_free(struct cp_links *l)
     free(l->v);
     l->v = NULL;
     l->n = l->cap = 0;
+}
+
+/* cp_dir_loop -- report a directory that is its own ancestor. */
+bool cp_dir_loop(struct cp_ctx *c, uint64_t k1, uint64_t k2, bool in_image,
+                 const char *path)
+{
+    for (size_t i = 0; i < c->dirs.n; i++) {
+        if (c->dirs.v[i].k1 == k1 && c->dirs.v[i].k2 == k2) {
+            size_t up = c->dirs.n - i;
+            cp_fail(c, "%s%s%s: directory loop (it is its own ancestor, %zu "
+                    "level%s up); not copied", in_image ? c->image : "",
+                    in_image ? ":" : "", path, up, up > 1 ? "s" : "");
+            return true;
+        }
+    }
+    return false;
+}
+
+/* cp_dir_push -- enter a directory. */
+int cp_dir_push(struct cp_ctx *c, uint64_t k1, uint64_t k2)
+{
+    struct cp_dirstack *d = &c->dirs;
+    if (d->n == d->cap) {
+        size_t ncap = d->cap ? d->cap * 2 : 32;
+        void *nv = realloc(d->v, ncap * sizeof *d->v);
+        if (nv == NULL) {
+            cp_fail(c, "out of memory");
+            return -ENOMEM;
+        }
+        d->v = nv;
+        d->cap = ncap;
+    }
+    d->v[d->n].k1 = k1;
+    d->v[d->n].k2 = k2;
+    d->n++;
+    return 0;
+}
+
+/* cp_dir_pop -- leave the innermost directory. */
+void cp_dir_pop(struct cp_ctx *c)
+{
+    c->dirs.n--;
 }
 
 /* cp_basename -- last component without trailing slashes. */
@@ -328,6 +374,7 @@ static int cp_run(struct cp_ctx *c, bool in, const char *image, char **srcs,
     if (c->failed)
         ret = TOOLS_EXIT_ERR;
     free(c->buf);
+    free(c->dirs.v);
     cp_links_free(&c->links);
     return ret;
 }

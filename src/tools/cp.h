@@ -24,6 +24,14 @@ struct cp_links {
     size_t n, cap;       /* cap is a power of two, n <= cap / 2 */
 };
 
+/* The directories being copied, outermost first: a directory found among
+ * its own ancestors is a loop (a corrupt image, or a host file system that
+ * shows one) and is not entered.  Keys as in struct cp_link. */
+struct cp_dirstack {
+    struct { uint64_t k1, k2; } *v;
+    size_t n, cap;
+};
+
 struct cp_ctx {
     struct tools_img img;
     const char *image;         /* image name, for messages */
@@ -35,6 +43,7 @@ struct cp_ctx {
     uint32_t uid, gid;         /* owner of new inodes when !own (copy in) */
     unsigned char *buf;        /* TOOLS_CHUNK bytes */
     struct cp_links links;
+    struct cp_dirstack dirs;   /* ancestors of what is being copied */
 };
 
 /* cp_fail -- report "PROG: fmt..." and remember the failure. */
@@ -45,6 +54,16 @@ struct cp_link *cp_link_find(struct cp_links *l, uint64_t k1, uint64_t k2);
 /* cp_link_add -- remember (k1, k2) -> ino/path (path copied).  0 or -ENOMEM. */
 int cp_link_add(struct cp_links *l, uint64_t k1, uint64_t k2, uint64_t ino,
                 const char *path);
+
+/* cp_dir_loop -- is (k1, k2) a directory being copied (an ancestor)?  If
+ * so, reports "[IMAGE:]PATH: directory loop (...); not copied" (IMAGE: when
+ * in_image) and returns true. */
+bool cp_dir_loop(struct cp_ctx *c, uint64_t k1, uint64_t k2, bool in_image,
+                 const char *path);
+/* cp_dir_push -- (k1, k2) is now being copied.  0 or -ENOMEM (reported). */
+int cp_dir_push(struct cp_ctx *c, uint64_t k1, uint64_t k2);
+/* cp_dir_pop -- the innermost directory is done. */
+void cp_dir_pop(struct cp_ctx *c);
 
 /* cp_basename -- the last component of `path` with trailing '/' removed,
  * malloc'd ("" for "/"); NULL on ENOMEM. */

@@ -364,23 +364,27 @@ static char **cpin_list(const char *src, size_t *count)
 void cp_in_into(struct cp_ctx *c, const char *src, ubj_ino_t dir, const char *dpath)
 {
     size_t n = 0;
-    char **names = cpin_list(src, &n);
+    struct stat st;
+    char **names = stat(src, &st) == 0 ? cpin_list(src, &n) : NULL;
     if (names == NULL) {
         cp_fail(c, "%s: %s", src, strerror(errno));
         return;
     }
+    int rc = cp_dir_push(c, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
     for (size_t i = 0; i < n; i++) {
         char *s = tools_join(src, names[i]);
         char *d = tools_join(dpath, names[i]);
         if (s == NULL || d == NULL)
             cp_fail(c, "out of memory");
-        else
+        else if (rc == 0)
             cp_in_node(c, s, dir, names[i], d, false);
         free(s);
         free(d);
         free(names[i]);
     }
     free(names);
+    if (rc == 0)
+        cp_dir_pop(c);
 }
 
 /* cpin_dir -- copy a directory: make (or merge into) it, copy its
@@ -393,6 +397,8 @@ static void cpin_dir(struct cp_ctx *c, const char *src, const struct stat *st,
         cp_fail(c, "-r not specified; omitting directory '%s'", src);
         return;
     }
+    if (cp_dir_loop(c, (uint64_t)st->st_dev, (uint64_t)st->st_ino, false, src))
+        return;
     ubj_ino_t ino = 0;
     if (exists) {
         if (!S_ISDIR(dst->mode)) {

@@ -5,9 +5,11 @@
  * Each host file is created 0600 (directories 0700) and gets its owner
  * (root or -p), then mode, then times once complete; a directory's come
  * after its contents (so a read-only directory can still be filled and
- * its mtime is the image's).  Files whose image blocks are fewer than
- * their size are written sparse: all-zero 4 KiB blocks are skipped and
- * the size set with ftruncate.  The image file itself is never a target.
+ * its mtime is the image's).  Only a file's data runs are read (found
+ * with ubj_seek_data / ubj_seek_hole), so holes cost nothing and stay
+ * holes; in a file whose image blocks are fewer than its size, all-zero
+ * 4 KiB blocks of the data are skipped too; ftruncate sets the size.  The
+ * image file itself is never a target.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -113,29 +115,51 @@ static int cpout_store(int fd, const unsigned char *p, size_t len, off_t off,
     return 0;
 }
 
-/* cpout_data -- copy the image file's bytes to host fd.  0 or -errno;
- * *img_err says the image side failed. */
+/* cpout_range -- copy bytes [from, to) of image file `ino` to host fd.
+ * 0 or -errno; *img_err says the image side failed. */
+static int cpout_range(struct cp_ctx *c, int fd, ubj_ino_t ino, off_t from, off_t to,
+                       bool sparse, bool *img_err)
+{
+    while (from < to) {
+        size_t want = (uint64_t)(to - from) < TOOLS_CHUNK ? (size_t)(to - from)
+                                                          : TOOLS_CHUNK;
+        ssize_t n = ubj_pread(c->img.fs, ino, c->buf, want, from);
+        if (n <= 0) {
+            *img_err = true;
+            return n < 0 ? (int)n : -EIO;    /* 0: shorter than its size */
+        }
+        int rc = cpout_store(fd, c->buf, (size_t)n, from, sparse);
+        if (rc < 0)
+            return rc;
+        from += n;
+    }
+    return 0;
+}
+
+/* cpout_data -- copy the image file's data to host fd: only the runs
+ * ubj_seek_data/ubj_seek_hole find are read and written (holes and
+ * unwritten extents are skipped and stay holes), then ftruncate sets the
+ * size.  0 or -errno; *img_err says the image side failed. */
 static int cpout_data(struct cp_ctx *c, int fd, const struct ubj_stat *st,
                       bool *img_err)
 {
     bool sparse = st->blocks * 512u < st->size;
-    uint64_t off = 0;
-    while (off < st->size) {
-        uint64_t left = st->size - off;
-        size_t want = left < TOOLS_CHUNK ? (size_t)left : TOOLS_CHUNK;
-        ssize_t n = ubj_pread(c->img.fs, st->ino, c->buf, want, (off_t)off);
-        if (n < 0) {
+    off_t off = 0, size = (off_t)st->size;
+    while (off < size) {
+        off_t data = ubj_seek_data(c->img.fs, st->ino, off);
+        if (data == -ENXIO)
+            break;                           /* a hole to the end */
+        off_t hole = data < 0 ? data : ubj_seek_hole(c->img.fs, st->ino, data);
+        if (hole < 0) {
             *img_err = true;
-            return (int)n;
+            return (int)hole;
         }
-        if (n == 0)
-            break;
-        int rc = cpout_store(fd, c->buf, (size_t)n, (off_t)off, sparse);
+        int rc = cpout_range(c, fd, st->ino, data, hole, sparse, img_err);
         if (rc < 0)
             return rc;
-        off += (uint64_t)n;
+        off = hole;
     }
-    if (ftruncate(fd, (off_t)off) != 0)
+    if (ftruncate(fd, size) != 0)
         return -errno;
     return 0;
 }
@@ -250,6 +274,10 @@ void cp_out_into(struct cp_ctx *c, const struct ubj_stat *st, const char *spath,
         cp_fail(c, "%s:%s: %s", c->image, spath, tools_strerror(rc));
         return;
     }
+    if (cp_dir_push(c, st->ino, 0) < 0) {
+        tools_dirlist_free(&l);
+        return;
+    }
     for (size_t i = 0; i < l.n; i++) {
         struct ubj_stat cst;
         char *s = tools_join(spath, l.v[i].name);
@@ -263,6 +291,7 @@ void cp_out_into(struct cp_ctx *c, const struct ubj_stat *st, const char *spath,
         free(s);
         free(d);
     }
+    cp_dir_pop(c);
     tools_dirlist_free(&l);
 }
 
@@ -280,6 +309,8 @@ static void cpout_dir(struct cp_ctx *c, const struct ubj_stat *st, const char *s
                 dst, c->image, spath);
         return;
     }
+    if (cp_dir_loop(c, st->ino, 0, true, spath))
+        return;
     if (!hexists && mkdir(dst, 0700) != 0) {
         cp_fail(c, "%s: mkdir: %s", dst, strerror(errno));
         return;

@@ -8,8 +8,15 @@
  * image is locked with flock(LOCK_EX) for the whole run (the lock the
  * other tools take), so a mounted image is refused.  A file mkfs creates
  * is sized with ftruncate (sparse) and formatted with UBJ_FORMAT_ZEROED;
- * if formatting fails, the file is removed again.  Options are validated
- * (a trial format on a small RAM device) before anything is changed.
+ * if formatting fails, the file is removed again.
+ *
+ * Validate before destroying: the options (a trial format on a small RAM
+ * device), the region (--nvm: layout, path, contents, writability, room;
+ * mkfs_nvm_check) and the image's geometry (ubj_format's checks on a probe
+ * device of the real size that writes nothing) are all checked before
+ * the first write.  Then the region is made (for a uuid chosen here), and
+ * only then the image, so a region that cannot be made leaves the image
+ * untouched; the summary is printed once both are made.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,9 +24,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libpmem.h>
+#include <linux/fs.h>          /* BLKGETSIZE64 */
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+#include <uuid/uuid.h>
 #include "fs/format.h"
 #include "txn/journal.h"      /* UBJ_JOURNAL_MIN_BLOCKS */
 #include "ubjfs/nvm.h"
@@ -27,6 +39,7 @@
 
 #define MKFS_MIN_SIZE (1ULL << 20)                 /* 1 MiB */
 #define MKFS_MAX_SIZE ((1ULL << 40) * UBJ_BS)      /* 2^40 blocks: 4 PiB */
+#define MKFS_NVM_BUFS 16384u     /* default region: ubj_nvm_attach's (64 MiB) */
 
 struct mkfs_args {
     const char *image;
@@ -36,7 +49,9 @@ struct mkfs_args {
     bool journal_async;     /* --journal-async-commit */
     const char *nvm;        /* --nvm: also format this region (mode ubj) */
     bool nvm_existed;       /* the region file was there before */
-    uint64_t nvm_size;      /* --nvm-size; 0 = 16384 buffers (64 MiB) */
+    uint64_t nvm_size;      /* --nvm-size; 0 = MKFS_NVM_BUFS buffers */
+    const char *nvm_size_arg;             /* as given, for messages */
+    struct ubj_nvm_layout nvm_layout;     /* what the region will be */
 };
 
 /* mkfs_usage -- the --help text. */
@@ -139,6 +154,7 @@ static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
         case 'Z':
             if (tools_parse_size(optarg, &a->nvm_size) < 0 || a->nvm_size == 0)
                 return tools_usage_err("invalid --nvm-size '%s'", optarg);
+            a->nvm_size_arg = optarg;
             break;
         case 'H': mkfs_usage(); return TOOLS_EXIT_OK;
         default: return tools_bad_option();
@@ -261,27 +277,61 @@ static int mkfs_check_existing(const struct mkfs_args *a, int fd,
     return -1;
 }
 
-/* mkfs_prepare -- size the image file; sets *zeroed.  -1 or an exit code. */
-static int mkfs_prepare(const struct mkfs_args *a, int fd, const struct stat *st,
-                        bool created, bool *zeroed)
+/* mkfs_geometry -- the size of the file system to make, in blocks: --size,
+ * else the file's or the device's size.  Changes nothing.  -1 or an exit
+ * code. */
+static int mkfs_geometry(const struct mkfs_args *a, int fd, const struct stat *st,
+                         uint64_t *nblocks)
 {
+    uint64_t bytes = a->size;
     if (S_ISBLK(st->st_mode)) {
         if (a->size != 0)
             return tools_usage_err("--size cannot be used with a block device");
-        *zeroed = false;
-        return -1;
-    }
-    if (a->size == 0) {
-        if ((uint64_t)st->st_size < MKFS_MIN_SIZE) {
+        if (ioctl(fd, BLKGETSIZE64, &bytes) != 0) {
+            tools_err("%s: cannot read the device's size: %s", a->image,
+                      strerror(errno));
+            return TOOLS_EXIT_ERR;
+        }
+    } else if (bytes == 0) {
+        bytes = (uint64_t)st->st_size;
+        if (bytes < MKFS_MIN_SIZE) {
             tools_err("%s is %lld bytes; an image needs at least 1M (give --size)",
                       a->image, (long long)st->st_size);
             return TOOLS_EXIT_ERR;
         }
+    }
+    *nblocks = bytes / UBJ_BS;
+    return -1;
+}
+
+/* mkfs_probe -- ubj_format's checks at the real geometry (inode count,
+ * journal size), before anything is written.  -1 or an exit code. */
+static int mkfs_probe(const struct mkfs_args *a, uint64_t nblocks)
+{
+    int rc = tools_format_probe(&a->fo, nblocks);
+    if (rc < 0) {
+        tools_err("%s: %s", a->image, tools_libmsg(rc));
+        return TOOLS_EXIT_ERR;
+    }
+    return -1;
+}
+
+/* mkfs_prepare -- size the image file; sets *zeroed.  A larger --size is
+ * tried by growing the file first, so a size the host refuses (EFBIG)
+ * loses nothing.  -1 or an exit code. */
+static int mkfs_prepare(const struct mkfs_args *a, int fd, const struct stat *st,
+                        bool created, bool *zeroed)
+{
+    *zeroed = false;
+    if (S_ISBLK(st->st_mode))
+        return -1;
+    if (a->size == 0) {
         *zeroed = st->st_blocks == 0;    /* all holes: reads as zeros */
         return -1;
     }
-    if ((!created && ftruncate(fd, 0) != 0) ||
-        ftruncate(fd, (off_t)a->size) != 0) {
+    bool grow = created || (uint64_t)st->st_size < a->size;
+    if ((grow && ftruncate(fd, (off_t)a->size) != 0) ||
+        (!created && (ftruncate(fd, 0) != 0 || ftruncate(fd, (off_t)a->size) != 0))) {
         tools_err("%s: cannot size to %llu bytes: %s", a->image,
                   (unsigned long long)a->size, strerror(errno));
         return TOOLS_EXIT_ERR;
@@ -290,15 +340,13 @@ static int mkfs_prepare(const struct mkfs_args *a, int fd, const struct stat *st
     return -1;
 }
 
-/* mkfs_summary -- print what was made, from the new superblock. */
-static int mkfs_summary(const struct mkfs_args *a, struct ubj_bdev *dev)
+/* mkfs_summary -- print what was made, from the new superblock, and the
+ * region made with it (r, or NULL). */
+static int mkfs_summary(const struct mkfs_args *a, struct ubj_bdev *dev,
+                        struct ubj_nvm *r)
 {
     struct ubj_super *sb = malloc(sizeof *sb);
-    if (sb == NULL) {
-        tools_err("out of memory");
-        return TOOLS_EXIT_ERR;
-    }
-    int rc = ubj_bdev_read(dev, 0, 1, sb);
+    int rc = sb != NULL ? ubj_bdev_read(dev, 0, 1, sb) : -ENOMEM;
     if (rc < 0) {
         tools_err("%s: reading the new superblock: %s", a->image, tools_libmsg(rc));
         free(sb);
@@ -326,37 +374,105 @@ static int mkfs_summary(const struct mkfs_args *a, struct ubj_bdev *dev)
                    a->journal_async ? ", async commit" : "");
         }
         printf("  label:       %.31s\n", sb->label[0] ? sb->label : "(none)");
+        if (r != NULL) {
+            tools_fmt_size(ubj_nvm_get_layout(r)->size, sz, sizeof sz);
+            printf("  nvm region:  %s (%s, %u buffers%s)\n", a->nvm, sz,
+                   ubj_nvm_get_layout(r)->nbufs,
+                   ubj_nvm_is_pmem(r) ? ", persistent memory" : ", msync emulation");
+        }
     }
     free(sb);
     return TOOLS_EXIT_OK;
 }
 
-/* mkfs_nvm_precheck -- refuse, before the image is touched, a region that
- * holds committed blocks not yet home, and (without --force) any existing
- * file that is not an NVM region and is not empty.  Sets a->nvm_existed.
- * -1 to go on, else an exit code. */
-static int mkfs_nvm_precheck(struct mkfs_args *a)
+/* mkfs_nvm_room -- the file system holding `where` has `grow` bytes free
+ * (when statvfs can tell).  -1 or an exit code. */
+static int mkfs_nvm_room(const struct mkfs_args *a, const char *where, uint64_t grow)
 {
-    struct ubj_nvm *r;
-    struct stat st;
-    if (a->nvm == NULL)
+    struct statvfs vf;
+    if (grow == 0 || statvfs(where, &vf) != 0)
         return -1;
-    if (stat(a->nvm, &st) < 0) {
-        if (errno == ENOENT)
-            return -1;
+    uint64_t avail = (uint64_t)vf.f_bavail * vf.f_frsize;
+    if (avail >= grow)
+        return -1;
+    char need[32], have[32];
+    tools_fmt_size(grow, need, sizeof need);
+    tools_fmt_size(avail, have, sizeof have);
+    tools_err("%s: the region needs %s more and its file system has %s free "
+              "(a smaller --nvm-size?)", a->nvm, need, have);
+    return TOOLS_EXIT_ERR;
+}
+
+/* mkfs_nvm_new -- a region file to create: its directory must take it. */
+static int mkfs_nvm_new(const struct mkfs_args *a)
+{
+    char *dir = strdup(a->nvm);
+    if (dir == NULL) {
+        tools_err("out of memory");
+        return TOOLS_EXIT_ERR;
+    }
+    char *sl = strrchr(dir, '/');
+    const char *d = sl == NULL ? "." : sl == dir ? "/" : (*sl = '\0', dir);
+    int ret = -1;
+    if (access(d, W_OK | X_OK) != 0) {
+        tools_err("%s: cannot create the region: %s: %s", a->nvm, d, strerror(errno));
+        ret = TOOLS_EXIT_ERR;
+    } else {
+        ret = mkfs_nvm_room(a, d, a->nvm_layout.size);
+    }
+    free(dir);
+    return ret;
+}
+
+/* mkfs_nvm_file -- an existing region file: writable, room to grow. */
+static int mkfs_nvm_file(const struct mkfs_args *a, const struct stat *st)
+{
+    int fd = open(a->nvm, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
         tools_err("%s: %s", a->nvm, strerror(errno));
         return TOOLS_EXIT_ERR;
     }
-    a->nvm_existed = true;
-    if (S_ISDIR(st.st_mode)) {
-        tools_err("%s is a directory, not an NVM region file", a->nvm);
+    close(fd);
+    uint64_t need = a->nvm_layout.size, have = (uint64_t)st->st_blocks * 512u;
+    bool grows = (uint64_t)st->st_size < need && have < need;
+    return mkfs_nvm_room(a, a->nvm, grows ? need - have : 0);
+}
+
+/* mkfs_nvm_device -- a device region (/dev/dax): it maps as the mount
+ * will map it, and holds the layout.  -1 or an exit code. */
+static int mkfs_nvm_device(const struct mkfs_args *a)
+{
+    size_t len = 0;
+    int is_pmem = 0;
+    errno = 0;
+    void *p = pmem_map_file(a->nvm, 0, 0, 0, &len, &is_pmem);
+    if (p == NULL) {
+        int e = errno ? errno : EINVAL;
+        const char *why = pmem_errormsg();
+        tools_err("%s: cannot be mapped as an NVM region: %s", a->nvm,
+                  why != NULL && *why ? why : strerror(e));
         return TOOLS_EXIT_ERR;
     }
+    pmem_unmap(p, len);
+    if (len < a->nvm_layout.size) {
+        tools_err("%s holds %zu bytes; the region needs %llu (--nvm-size)", a->nvm,
+                  len, (unsigned long long)a->nvm_layout.size);
+        return TOOLS_EXIT_ERR;
+    }
+    return -1;
+}
+
+/* mkfs_nvm_contents -- refuse an existing region that holds committed
+ * blocks not yet home, and (without --force) a non-empty file that is not
+ * a region.  -1 or an exit code. */
+static int mkfs_nvm_contents(const struct mkfs_args *a, const struct stat *st)
+{
+    struct ubj_nvm *r;
     int rc = ubj_nvm_open(a->nvm, UBJ_NVM_OPEN_RDONLY, &r);
     if (rc == -EUCLEAN || rc == -ENOENT || rc == -EINVAL) {
-        if (S_ISREG(st.st_mode) && st.st_size > 0 && !a->force) {
+        if (S_ISREG(st->st_mode) && st->st_size > 0 && !a->force) {
             tools_err("%s exists (%lld bytes) and is not an NVM region; use "
-                      "--force to overwrite it", a->nvm, (long long)st.st_size);
+                      "--force to overwrite it", a->nvm, (long long)st->st_size);
             return TOOLS_EXIT_ERR;
         }
         return -1;               /* empty, a device, or --force: made anew */
@@ -377,34 +493,58 @@ static int mkfs_nvm_precheck(struct mkfs_args *a)
     return -1;
 }
 
-/* mkfs_nvm -- --nvm: make the image's empty NVM region.  An exit code. */
-static int mkfs_nvm(const struct mkfs_args *a, struct ubj_bdev *dev)
+/* mkfs_nvm_check -- everything about --nvm and --nvm-size that can be
+ * checked before the image or the region is touched: the layout, the
+ * path (not the image, not a directory), what it holds, that it can be
+ * written and has room.  Sets a->nvm_layout, a->nvm_existed.  -1 to go
+ * on, else an exit code. */
+static int mkfs_nvm_check(struct mkfs_args *a)
 {
-    struct ubj_super *sb = malloc(sizeof *sb);
-    int rc = sb ? ubj_bdev_read(dev, 0, 1, sb) : -ENOMEM;
-    struct ubj_nvm *r = NULL;
-    if (rc == 0)
-        rc = ubj_nvm_attach(a->nvm, a->nvm_size, 0, sb->uuid, UBJ_NVMA_FORMAT, &r);
-    free(sb);
+    if (a->nvm == NULL)
+        return -1;
+    int rc = ubj_nvm_layout_for(a->nvm_size ? 0 : MKFS_NVM_BUFS, a->nvm_size,
+                                &a->nvm_layout);
+    if (rc < 0)
+        return tools_usage_err("invalid --nvm-size '%s': %s",
+                               a->nvm_size_arg ? a->nvm_size_arg : "", tools_libmsg(rc));
+    struct stat st, ist;
+    if (stat(a->nvm, &st) < 0) {
+        if (errno == ENOENT)
+            return mkfs_nvm_new(a);
+        tools_err("%s: %s", a->nvm, strerror(errno));
+        return TOOLS_EXIT_ERR;
+    }
+    a->nvm_existed = true;
+    if (stat(a->image, &ist) == 0 && ist.st_dev == st.st_dev && ist.st_ino == st.st_ino)
+        return tools_usage_err("--nvm %s is the image itself", a->nvm);
+    if (S_ISDIR(st.st_mode)) {
+        tools_err("%s is a directory, not an NVM region file", a->nvm);
+        return TOOLS_EXIT_ERR;
+    }
+    int ret = mkfs_nvm_contents(a, &st);
+    if (ret < 0)
+        ret = S_ISREG(st.st_mode) ? mkfs_nvm_file(a, &st) : mkfs_nvm_device(a);
+    return ret;
+}
+
+/* mkfs_nvm_make -- --nvm: make the empty region for the image-to-be (uuid
+ * a->fo.uuid), before the image is written: if it cannot be made, the
+ * image is untouched.  *out stays open (locked) until the image is made.
+ * -1 or an exit code. */
+static int mkfs_nvm_make(const struct mkfs_args *a, struct ubj_nvm **out)
+{
+    int rc = ubj_nvm_attach(a->nvm, a->nvm_size, 0, a->fo.uuid, UBJ_NVMA_FORMAT, out);
     if (rc < 0) {
-        tools_err("%s", tools_libmsg(rc));
+        tools_err("%s (%s not touched)", tools_libmsg(rc), a->image);
         if (!a->nvm_existed)
             (void)unlink(a->nvm);   /* leave nothing half made behind */
         return TOOLS_EXIT_ERR;
     }
-    if (!a->quiet) {
-        char sz[32];
-        tools_fmt_size(ubj_nvm_get_layout(r)->size, sz, sizeof sz);
-        printf("  nvm region:  %s (%s, %u buffers%s)\n", a->nvm, sz,
-               ubj_nvm_get_layout(r)->nbufs,
-               ubj_nvm_is_pmem(r) ? ", persistent memory" : ", msync emulation");
-    }
-    ubj_nvm_close(r);
-    return TOOLS_EXIT_OK;
+    return -1;
 }
 
 /* mkfs_format -- open the device, format, summarise.  An exit code. */
-static int mkfs_format(struct mkfs_args *a, bool zeroed)
+static int mkfs_format(struct mkfs_args *a, bool zeroed, struct ubj_nvm *r)
 {
     struct ubj_bdev *dev;
     int rc = ubj_bdev_file_open(a->image, 0, 0, &dev);
@@ -412,8 +552,7 @@ static int mkfs_format(struct mkfs_args *a, bool zeroed)
         tools_err("%s", tools_libmsg(rc));
         return TOOLS_EXIT_ERR;
     }
-    a->fo.flags = (zeroed ? UBJ_FORMAT_ZEROED : 0) |
-                  (a->journal_async ? UBJ_FORMAT_JOURNAL_ASYNC : 0);
+    a->fo.flags |= zeroed ? UBJ_FORMAT_ZEROED : 0;
     rc = ubj_format(dev, &a->fo);
     if (rc == 0)
         rc = ubj_bdev_flush(dev);
@@ -422,9 +561,7 @@ static int mkfs_format(struct mkfs_args *a, bool zeroed)
         ubj_bdev_destroy(dev);
         return TOOLS_EXIT_ERR;
     }
-    int ret = mkfs_summary(a, dev);
-    if (ret == TOOLS_EXIT_OK && a->nvm != NULL)
-        ret = mkfs_nvm(a, dev);
+    int ret = mkfs_summary(a, dev, r);
     ubj_bdev_destroy(dev);
     return ret;
 }
@@ -457,7 +594,31 @@ static int mkfs_open(const struct mkfs_args *a, bool *created)
     return fd;
 }
 
-/* mkfs_run -- open, check, size and format the image.  An exit code. */
+/* mkfs_check_image -- what can be checked of the open image without
+ * changing it: its type, its contents (--force), its geometry with the
+ * options.  -1 or an exit code. */
+static int mkfs_check_image(const struct mkfs_args *a, int fd, bool created,
+                            struct stat *st)
+{
+    if (fstat(fd, st) != 0) {
+        tools_err("%s: %s", a->image, strerror(errno));
+        return TOOLS_EXIT_ERR;
+    }
+    if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode)) {
+        tools_err("%s: not a regular file or block device", a->image);
+        return TOOLS_EXIT_ERR;
+    }
+    int ret = created ? -1 : mkfs_check_existing(a, fd, st);
+    uint64_t nblocks = 0;
+    if (ret < 0)
+        ret = mkfs_geometry(a, fd, st, &nblocks);
+    if (ret < 0)
+        ret = mkfs_probe(a, nblocks);
+    return ret;
+}
+
+/* mkfs_run -- check everything, then make the region (--nvm), size and
+ * format the image.  An exit code. */
 static int mkfs_run(struct mkfs_args *a)
 {
     bool created, zeroed = false;
@@ -465,24 +626,32 @@ static int mkfs_run(struct mkfs_args *a)
     if (fd < 0)
         return TOOLS_EXIT_ERR;
     struct stat st;
-    int ret = -1;
-    if (fstat(fd, &st) != 0) {
-        tools_err("%s: %s", a->image, strerror(errno));
-        ret = TOOLS_EXIT_ERR;
-    } else if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-        tools_err("%s: not a regular file or block device", a->image);
-        ret = TOOLS_EXIT_ERR;
-    }
-    if (ret < 0 && !created)
-        ret = mkfs_check_existing(a, fd, &st);
+    struct ubj_nvm *r = NULL;
+    int ret = mkfs_check_image(a, fd, created, &st);
+    if (ret < 0 && a->nvm != NULL)
+        ret = mkfs_nvm_make(a, &r);
     if (ret < 0)
         ret = mkfs_prepare(a, fd, &st, created, &zeroed);
     if (ret < 0)
-        ret = mkfs_format(a, zeroed);
+        ret = mkfs_format(a, zeroed, r);
+    ubj_nvm_close(r);
+    if (ret != TOOLS_EXIT_OK && r != NULL && !a->nvm_existed)
+        (void)unlink(a->nvm);    /* the image failed: no region for nothing */
     if (ret != TOOLS_EXIT_OK && created)
         unlink(a->image);
     close(fd);                   /* drops the lock */
     return ret;
+}
+
+/* mkfs_next_step -- mode ubj without --nvm: the image cannot be mounted
+ * until it has a region; say how to make one (even with -q). */
+static void mkfs_next_step(const struct mkfs_args *a)
+{
+    if (a->nvm != NULL || a->fo.mode == NULL || strcmp(a->fo.mode, UBJ_MODE_UBJ) != 0)
+        return;
+    fprintf(stderr, "%s: note: %s has no NVM region yet (mode ubj needs one to be "
+            "mounted or read); make it at the first mount: ubjfs mount --nvm REGION "
+            "--format-nvm %s MOUNTPOINT\n", tools_prog, a->image, a->image);
 }
 
 /* tools_mkfs_main -- `ubjfs mkfs`. */
@@ -493,11 +662,17 @@ int tools_mkfs_main(int argc, char **argv)
     int ret = mkfs_parse(argc, argv, &a);
     if (ret >= 0)
         return ret;
+    a.fo.flags = a.journal_async ? UBJ_FORMAT_JOURNAL_ASYNC : 0;
     ret = mkfs_trial(&a);
     if (ret >= 0)
         return ret;
-    ret = mkfs_nvm_precheck(&a);
+    ret = mkfs_nvm_check(&a);
     if (ret >= 0)
         return ret;
-    return mkfs_run(&a);
+    if (a.nvm != NULL)
+        uuid_generate_random(a.fo.uuid);   /* the region is made first */
+    ret = mkfs_run(&a);
+    if (ret == TOOLS_EXIT_OK)
+        mkfs_next_step(&a);
+    return ret;
 }

@@ -161,6 +161,13 @@ int tools_img_unmount(struct tools_img *img);
  * real is touched.  0 or ubj_format's error (ubj_errormsg() says why). */
 int tools_format_trial(const struct ubj_format_opts *fo);
 
+/* tools_format_probe -- run ubj_format's checks with `fo` (inode count and
+ * journal size included) on a device of `nblocks` that reads zeros and
+ * refuses the first write: the image's geometry is validated and nothing
+ * is written.  0 (the format would start writing), or ubj_format's error
+ * (-EINVAL, -EFBIG, -ENOSPC; ubj_errormsg() says why), -ENOMEM. */
+int tools_format_probe(const struct ubj_format_opts *fo, uint64_t nblocks);
+
 /* ---- directory listings ---------------------------------------------- */
 
 struct tools_dirent {

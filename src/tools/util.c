@@ -349,6 +349,67 @@ int tools_format_trial(const struct ubj_format_opts *fo)
     return rc;
 }
 
+/* A probe device: nblocks that read as zeros and refuse every write with
+ * -ECANCELED, the signal that ubj_format got past its checks. */
+struct util_probe {
+    struct ubj_bdev dev;
+};
+
+/* util_probe_read -- zeros. */
+static int util_probe_read(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
+                           void *buf)
+{
+    (void)blkno;
+    memset(buf, 0, (size_t)count * d->block_size);
+    return 0;
+}
+
+/* util_probe_write -- the first write ends the probe. */
+static int util_probe_write(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
+                            const void *buf)
+{
+    (void)d;
+    (void)blkno;
+    (void)count;
+    (void)buf;
+    return -ECANCELED;
+}
+
+/* util_probe_flush -- nothing is ever written. */
+static int util_probe_flush(struct ubj_bdev *d)
+{
+    (void)d;
+    return 0;
+}
+
+/* util_probe_destroy -- free the probe. */
+static void util_probe_destroy(struct ubj_bdev *d)
+{
+    free(d);
+}
+
+static const struct ubj_bdev_ops util_probe_ops = {
+    .version = UBJ_BDEV_OPS_VERSION, .name = "mkfs-probe",
+    .read = util_probe_read, .write = util_probe_write,
+    .flush = util_probe_flush, .destroy = util_probe_destroy,
+};
+
+/* tools_format_probe -- ubj_format's checks at the image's real geometry. */
+int tools_format_probe(const struct ubj_format_opts *fo, uint64_t nblocks)
+{
+    struct util_probe *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return -ENOMEM;
+    p->dev.ops = &util_probe_ops;
+    p->dev.block_size = UBJ_BLOCK_SIZE;
+    p->dev.nblocks = nblocks;
+    struct ubj_format_opts t = *fo;
+    t.flags |= UBJ_FORMAT_ZEROED;         /* nothing to zero: the first write */
+    int rc = ubj_format(&p->dev, &t);     /* is the superblock's or a bitmap's */
+    ubj_bdev_destroy(&p->dev);
+    return rc == -ECANCELED ? 0 : rc;
+}
+
 struct util_rd_ctx {
     struct tools_dirlist *l;
     bool dots;
