@@ -79,7 +79,7 @@ struct ubj_nvm_layout {
  * != 0), or of the most buffers that fit in `size` bytes (nbufs == 0).
  * Returns 0; -EINVAL if fewer than UBJ_NVM_MIN_BUFS or more than
  * UBJ_NVM_MAX_BUFS buffers result, or nbufs needs more than a non-zero
- * `size`.
+ * `size` (then *out is all zero).
  */
 int ubj_nvm_layout_for(uint32_t nbufs, uint64_t size, struct ubj_nvm_layout *out);
 

@@ -58,6 +58,7 @@ static void nvm_layout_of(uint32_t n, struct ubj_nvm_layout *l)
 int ubj_nvm_layout_for(uint32_t nbufs, uint64_t size, struct ubj_nvm_layout *out)
 {
     uint64_t n = nbufs;
+    memset(out, 0, sizeof *out);   /* all zero on error */
     if (n == 0) {
         if (size <= UBJ_NVM_HDR_SIZE)
             return ubj_set_error(-EINVAL, "nvm: a region of %llu bytes holds "
@@ -140,10 +141,13 @@ static int nvm_lock_open(const char *path, bool rdonly, bool create,
     return 0;
 }
 
-/* nvm_file_size -- the size of r's file or device in bytes.  0 or -errno. */
+/* nvm_file_size -- the size of r's file or device in bytes.  0 or -errno
+ * (then *size is 0 and *regular false). */
 static int nvm_file_size(struct ubj_nvm *r, uint64_t *size, bool *regular)
 {
     struct stat st;
+    *size = 0;
+    *regular = false;
     if (fstat(r->fd, &st) != 0)
         return ubj_set_error(-errno, "nvm: %s: %s", r->path, strerror(errno));
     *regular = S_ISREG(st.st_mode);

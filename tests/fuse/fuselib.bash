@@ -1,10 +1,14 @@
 # fuselib.bash -- sourced by tests/fuse/*.sh (not a test itself: CTest runs
 # *.sh only).  Skips (exit 77, with the reason on stdout) when /dev/fuse is
-# unusable, a mount cannot be made here, or a program is missing; mounts
+# unusable, a mount cannot be made here, or a program is missing -- under
+# CI=true each of those fails the test instead (exit 1, the same line),
+# except a machine without /dev/fuse (tests/common/skip.bash); mounts
 # and unmounts images through `ubjfs mount`; always cleans up (every mount
-# it made is detached and every daemon it started is gone at exit).
+# it made is detached and every daemon it started is gone at exit).  Every
+# check exits at once (fl_fail, set -e).
 #
 #   fl_init                 probe FUSE, make $T (a scratch directory)
+#   fl_skip REASON          skip (fail under CI=true)
 #   fl_need PROG...         skip unless every PROG is installed
 #   fl_modes                the consistency modes to run real programs in
 #   fl_crash_modes          the built modes that promise crash consistency
@@ -17,16 +21,17 @@
 #                           did sqlite3 (traced into LOG) acknowledge its
 #                           last commit without syncing DIR?
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../common/skip.bash"
+trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: \`$BASH_COMMAND\` exited $?" >&2' ERR
 
 : "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
 UBJ=$UBJ_TOOL
 FL_MOUNTS=()
 declare -A FL_PID=()
 
-# fl_skip -- skip the test with a reason
+# fl_skip -- skip the test with a reason (a failure under CI=true)
 fl_skip() {
-  echo "SKIP: $*"
-  exit 77
+  test_skip "$@"
 }
 
 # fl_need -- skip unless every program is installed
@@ -60,7 +65,8 @@ fl_cleanup() {
 
 # fl_init -- probe that FUSE mounts work here; make $T
 fl_init() {
-  [ -e /dev/fuse ] || fl_skip "/dev/fuse does not exist (no FUSE in this kernel or container)"
+  [ -e /dev/fuse ] ||
+    test_skip_fact "/dev/fuse does not exist (no FUSE in this kernel or container)"
   { [ -r /dev/fuse ] && [ -w /dev/fuse ]; } || fl_skip "/dev/fuse is not usable by uid $(id -u)"
   fl_need fusermount3 mountpoint
   [ -x "$UBJ" ] || { echo "FAIL: $UBJ is not built"; exit 1; }

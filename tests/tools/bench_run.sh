@@ -14,7 +14,7 @@
 # any run.  Not a timed test: no figure is compared to a bound.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
 . "$(dirname "$0")/../common/lib.sh" bench_run
-command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+command -v python3 >/dev/null || test_skip "python3 is not installed (scripts/install-deps)"
 
 workloads="postmark varmail fileserver iozone"
 modes="ordered journal ubj none"
@@ -116,7 +116,7 @@ if command -v gnuplot >/dev/null; then
   grep -q "^results in $res/: .*throughput-ssd-sata.svg bytes-ssd-sata.svg" "$tmp/out" ||
     fail "summary does not list the SVG files: $(grep '^results in' "$tmp/out")"
 else
-  echo "gnuplot is not installed: plots not checked"
+  skip_part "the plots (gnuplot is not installed: scripts/install-deps)"
 fi
 
 # the same results dir again without gnuplot (PATH without it): the SVG

@@ -5,25 +5,7 @@
 # mkfs refuses --nvm without --mode ubj; `inspect` names the mode;
 # `bench ubj` runs (tiny sizes: a smoke test, not a measurement).
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
-set -u
-: "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
-[ -x "$UBJ_TOOL" ] || { echo "skip: $UBJ_TOOL is not built"; exit 77; }
-shm=/dev/shm
-[ -w "$shm" ] || shm=${TMPDIR:-/tmp}
-tmp=$(mktemp -d "$shm/ubjfs-ubjtools.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-run() {
-  local want=$1; shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  [ "$rc" -eq "$want" ] || fail "$* -> exit $rc, want $want; stderr: $(head -c 600 "$tmp/err")"
-  if grep -q -e 'Sanitizer' -e 'runtime error:' "$tmp/err"; then
-    fail "$*: sanitizer report: $(head -c 400 "$tmp/err")"
-  fi
-  return 0
-}
+. "$(dirname "$0")/../common/lib.sh" ubjtools
 # one_line WORDS -- stderr is one line containing WORDS
 one_line() {
   [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "want one error line, got: $(cat "$tmp/err")"
@@ -31,7 +13,7 @@ one_line() {
 }
 
 img=$tmp/u.img
-nvm=$tmp/u.nvm
+nvm=$shm/u.nvm
 # --- mkfs --------------------------------------------------------------------
 run 2 "$UBJ_TOOL" mkfs --size 16M --nvm "$nvm" "$img"          # needs --mode ubj
 [ -e "$img" ] && fail "mkfs made an image after a usage error"
@@ -98,12 +80,12 @@ UBJFS_NVM=$tmp/bad.nvm run 0 "$UBJ_TOOL" ls "$other:/"
 
 # --- bench ubj (smoke) ------------------------------------------------------
 run 0 "$UBJ_TOOL" bench ubj -n 200 --mix-ops 300 -s 64M -c 1024 \
-    --recovery-size 16M --nvm-dir "$tmp" --csv
+    --recovery-size 16M --nvm-dir "$shm" --csv
 for k in append_fsync_ubj_median_us append_fsync_none_median_us \
          recovery_scan_ms_per_gib mix_fsync_ubj_ops_per_s mix_nosync_none_ops_per_s; do
   grep -q "^$k," "$tmp/out" || fail "bench ubj lacks $k: $(head -c 400 "$tmp/out")"
 done
-ls "$tmp"/ubjfs-bench-* >/dev/null 2>&1 && fail "bench ubj left region files"
+ls "$shm"/ubjfs-bench-* >/dev/null 2>&1 && fail "bench ubj left region files"
 run 2 "$UBJ_TOOL" bench ubj --bogus
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }

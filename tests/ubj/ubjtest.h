@@ -72,14 +72,20 @@ UT_FN int ut_file_put(const char *path, const void *buf, size_t len)
     return n == (ssize_t)len ? 0 : -EIO;
 }
 
-/* ut_file_get -- read a whole host file (malloc'd). */
+/* ut_file_get -- read a whole host file (malloc'd; NULL and 0 on error). */
 UT_FN int ut_file_get(const char *path, uint8_t **buf, size_t *len)
 {
+    *buf = NULL;
+    *len = 0;
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         return -errno;
     struct stat st;
-    fstat(fd, &st);
+    if (fstat(fd, &st) != 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
     *len = (size_t)st.st_size;
     *buf = malloc(*len ? *len : 1);
     ssize_t n = *buf ? read(fd, *buf, *len) : -1;

@@ -1,0 +1,30 @@
+# tests/common/skip.bash -- the one way a test script skips, sourced by
+# tests/common/lib.sh and tests/fuse/fuselib.bash (not a test itself:
+# CTest runs *.sh only).
+#   test_skip REASON...       exit 77 with "SKIP: REASON"; under CI=true
+#                             exit 1 instead, with the same one line
+#   test_skip_fact REASON...  exit 77 even under CI=true: only for what a
+#                             machine may genuinely lack (no /dev/fuse, a
+#                             kernel without FUSE over io_uring) or a pass
+#                             of scripts/test that leaves a test out on
+#                             purpose
+# CI (.ci/run sets CI=true) runs scripts/test as root after
+# scripts/install-deps, so a missing program, a permission refused or a
+# mount that cannot be made there is a broken CI machine: a skip would
+# let a suite pass unseen.  tests/fuse/posix.c does the same in C.
+
+# test_skip -- skip, or fail under CI=true
+test_skip() {
+  if [ "${CI:-}" = true ]; then
+    echo "FAIL: CI=true, so this may not skip: $*"
+    exit 1
+  fi
+  echo "SKIP: $*"
+  exit 77
+}
+
+# test_skip_fact -- skip for a fact of the machine, also under CI=true
+test_skip_fact() {
+  echo "SKIP: $*"
+  exit 77
+}
