@@ -13,7 +13,7 @@
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
 . "$(dirname "$0")/../common/lib.sh" cp_loops
 fail() { echo "FAIL: $*"; exit 1; }     # stop at the first failure
-command -v python3 >/dev/null || { echo "skip: python3 is needed to corrupt the image"; exit 77; }
+command -v python3 >/dev/null || test_skip "python3 is needed to corrupt the image"
 relink=$(dirname "$0")/dirent_relink.py
 ino_of() { "$UBJ_TOOL" stat "$1" | sed -n 's/.*Inode: \([0-9]*\).*/\1/p'; }
 

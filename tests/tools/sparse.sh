@@ -15,17 +15,17 @@
 . "$(dirname "$0")/../common/lib.sh" sparse
 fail() { echo "FAIL: $*"; exit 1; }     # stop at the first failure
 set -o pipefail                         # `ubjfs cat | cmp` fails if cat does
-command -v python3 >/dev/null || { echo "skip: python3 is needed (sparse_cmp.py)"; exit 77; }
+command -v python3 >/dev/null || test_skip "python3 is needed (sparse_cmp.py)"
 scmp=$(dirname "$0")/sparse_cmp.py
 T4=$((4 << 40))
 big=$tmp/big
-truncate -s "$T4" "$big" 2>/dev/null || { echo "skip: $tmp cannot hold a 4 TiB sparse file"; exit 77; }
+truncate -s "$T4" "$big" 2>/dev/null || test_skip_fact "$tmp cannot hold a 4 TiB sparse file"
 head -c 65536 /dev/urandom | dd of="$big" bs=1M seek=1024 conv=notrunc status=none
 head -c 100000 /dev/urandom | dd of="$big" bs=1 seek=$((2 << 40 | 123)) conv=notrunc status=none
 printf end | dd of="$big" bs=1 seek=$((T4 - 3)) conv=notrunc status=none
 python3 -c 'import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); sys.exit(os.lseek(fd,0,os.SEEK_DATA)!=1<<30)' "$big" ||
-  { echo "skip: $tmp has no SEEK_DATA"; exit 77; }
-[ "$(stat -c %b "$big")" -lt 2048 ] || { echo "skip: $tmp does not keep holes"; exit 77; }
+  test_skip_fact "$tmp has no SEEK_DATA"
+[ "$(stat -c %b "$big")" -lt 2048 ] || test_skip_fact "$tmp does not keep holes"
 
 # timed LIMIT WHAT CMD... -- CMD exits 0 within LIMIT seconds
 timed() {
