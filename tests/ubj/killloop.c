@@ -360,13 +360,15 @@ static void kl_one(struct kl *k, struct tprng *r)
         kl_verify(k);
 }
 
-/* kl_loop -- format a pair, then `runs` runs from seed kl_seed0; the
- * writers must have acknowledged more than once per run in all. */
-static void kl_loop(struct kl *k, unsigned runs)
+/* kl_loop -- format a pair named by `tag`, then `runs` runs from seed
+ * kl_seed0; the writers must have acknowledged more than once per run in
+ * all. */
+static void kl_loop(struct kl *k, const char *tag, unsigned runs)
 {
     kl_now = k;
-    snprintf(k->image, sizeof k->image, "%s/ubjt-%d-kill.img", ut_dir(), (int)getpid());
-    ut_region_path(k->region, sizeof k->region, "kill");
+    snprintf(k->image, sizeof k->image, "%s/ubjt-%d-%s.img", ut_dir(), (int)getpid(),
+             tag);
+    ut_region_path(k->region, sizeof k->region, tag);
     unlink(k->region);
     struct ubj_bdev *dev;
     unlink(k->image);
@@ -399,14 +401,16 @@ static void kl_loop(struct kl *k, unsigned runs)
     k->done = true;
 }
 
-/* kl_teardown -- after a failed check: which run, which seed. */
+/* kl_teardown -- after a failed check: which run, which seed, where the
+ * pair is. */
 static int kl_teardown(void **state)
 {
     (void)state;
     if (kl_now != NULL && !kl_now->done)
         fprintf(stderr, "kill loop: failed in run %u (%u kills done, %u verified "
-                "mounts), UBJ_KILL_SEED=%llu\n", kl_run, kl_now->runs,
-                kl_now->verified, (unsigned long long)kl_seed0);
+                "mounts), UBJ_KILL_SEED=%llu; the pair is kept: %s %s\n", kl_run,
+                kl_now->runs, kl_now->verified, (unsigned long long)kl_seed0,
+                kl_now->image, kl_now->region);
     kl_now = NULL;
     return 0;
 }
@@ -418,7 +422,7 @@ static void test_kill_loop(void **state)
     static struct kl k;          /* static: main reads it after a failure */
     memset(&k, 0, sizeof k);
     kl_seed0 = tprng_env_seed("UBJ_KILL_SEED", 99);
-    kl_loop(&k, (unsigned)tprng_env_seed("UBJ_KILL_RUNS", KL_RUNS));
+    kl_loop(&k, "kill", (unsigned)tprng_env_seed("UBJ_KILL_RUNS", KL_RUNS));
 }
 
 /* a writer whose mount takes 40 ms, longer than any kill delay: the
@@ -432,7 +436,7 @@ static void test_slow_mount(void **state)
     memset(&k, 0, sizeof k);
     k.slow_mount_ns = 40 * 1000000L;
     kl_seed0 = 7;
-    kl_loop(&k, 20);
+    kl_loop(&k, "kill-slow", 20);
 }
 
 int main(void)
