@@ -10,7 +10,9 @@
  * fsync'd size to the parent through a pipe; every few records writes a
  * new version of /cur.tmp and renames it over /cur, fsyncs, and
  * acknowledges the version; creates and unlinks churn files.  The parent
- * kills it with SIGKILL after a random delay.  (In writeback mode the
+ * kills it with SIGKILL: in one run in four at a random moment of its
+ * mount (recovery killed midway), in the others 0-40 ms after the writer
+ * said through the pipe that it had mounted.  (In writeback mode the
  * writer behaves as an application must there: it fsyncs /cur.tmp before
  * the rename, and cuts each log back to its acknowledged size when it
  * starts, since appended blocks never fsync'd may hold garbage.)  Then:
@@ -23,8 +25,23 @@
  *      next writer, which may itself be killed in the middle of it.
  * UBJ_JKILL_RUNS sets the runs per mode (default 100), UBJ_JKILL_SEED the
  * random delays.
+ *
+ * The kill times count from the writer's report, not from the fork: they
+ * used to be 2-42 ms after the fork, and on a loaded machine the ASan
+ * build's mount alone takes longer, so no writer got as far as a version
+ * and "k.acked_version > 0" failed by timing alone.  It did on fd8c42e:
+ * ASan build, load 7 on 2 cores, 100 runs (the default): modes journal
+ * and writeback acknowledged no version, ordered one.
+ *
+ * Failure rate per kill, new kill times, gcc RelWithDebInfo, load 4-13 on
+ * 2 cores: 15000 kills (5000 per mode, seeds 100-149), no check failed:
+ * p < 3/5000 = 6e-4 per mode (95%).  At 35 ms a kill (ASan 70 ms), the
+ * default 100 per mode (about 10 s, ASan 21 s) gives (1-p)^100 < 0.01
+ * only for p >= 4.6e-2 per mode; tests/ubj/killloop.c's header says why
+ * a run count fitting that bound does not fit in CI.
  */
 #include "jtest.h"
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,8 +50,9 @@
 #define KL_FILES 3
 #define KL_MAXSIZE (1024u * 1024u)
 #define KL_CURLEN 10000u
+#define KL_IN_MOUNT 4            /* one run in 4 kills the writer's mount */
 
-enum { KL_ACK_SIZE = 1, KL_ACK_VERSION = 2, KL_ERROR = 3 };
+enum { KL_ACK_SIZE = 1, KL_ACK_VERSION = 2, KL_ERROR = 3, KL_MOUNTED = 4 };
 struct kl_rec {
     uint32_t type, idx;
     uint64_t val;
@@ -45,7 +63,9 @@ struct kl {
     char image[256];
     uint64_t acked[KL_FILES];
     uint64_t acked_version;
-    unsigned runs, verified;
+    unsigned runs, verified, killed_in_mount;
+    uint64_t last_mount_ns[2];   /* fork to KL_MOUNTED after a run the
+                                    parent did not [0] or did [1] verify */
 };
 
 /* kl_send -- one record to the parent (atomic: < PIPE_BUF). */
@@ -69,6 +89,14 @@ static void kl_cur_fill(uint8_t *buf, uint64_t v)
     tpattern_fill(buf + 8, KL_CURLEN - 8, 0x637572ull + v, 0);
 }
 
+/* kl_now_ns -- monotonic nanoseconds. */
+static uint64_t kl_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* kl_child -- the writer: mount, then write and acknowledge forever. */
 static void kl_child(struct kl *k, int fd, uint64_t seed)
 {
@@ -81,6 +109,7 @@ static void kl_child(struct kl *k, int fd, uint64_t seed)
         kl_send(fd, KL_ERROR, 0, 0);
         _exit(5);
     }
+    kl_send(fd, KL_MOUNTED, 0, kl_now_ns());  /* the parent's clock too */
     char path[32];
     uint8_t *buf = malloc(KL_CURLEN + JT_BS);
     struct tprng r;
@@ -134,8 +163,9 @@ static void kl_child(struct kl *k, int fd, uint64_t seed)
     }
 }
 
-/* kl_drain -- read every record the child sent; false on KL_ERROR. */
-static bool kl_drain(struct kl *k, int fd)
+/* kl_drain -- read every record the child sent; false on KL_ERROR.
+ * *mounted: a record said the child's mount had finished. */
+static bool kl_drain(struct kl *k, int fd, bool *mounted)
 {
     struct kl_rec r;
     bool ok = true;
@@ -144,11 +174,29 @@ static bool kl_drain(struct kl *k, int fd)
             k->acked[r.idx] = r.val;
         } else if (r.type == KL_ACK_VERSION) {
             k->acked_version = r.val;
+        } else if (r.type == KL_MOUNTED) {
+            *mounted = true;
         } else if (r.type == KL_ERROR) {
             ok = false;
         }
     }
     return ok;
+}
+
+/* kl_wait_mounted -- wait (60 s at most) for the child's KL_MOUNTED;
+ * returns the time it sent (the parent may wake much later). */
+static uint64_t kl_wait_mounted(const struct kl *k, int fd)
+{
+    struct pollfd pf = { .fd = fd, .events = POLLIN };
+    struct kl_rec r;
+    int n = poll(&pf, 1, 60000);
+    if (n == 0)
+        fail_msg("%s: the writer did not mount within 60 s", k->mode);
+    assert_int_equal(n, 1);
+    if (read(fd, &r, sizeof r) != (ssize_t)sizeof r || r.type != KL_MOUNTED)
+        fail_msg("%s: the writer failed before its mount finished: see stderr",
+                 k->mode);
+    return r.val;
 }
 
 /* kl_verify -- mount the image and check every acknowledgement. */
@@ -199,11 +247,22 @@ static void kl_verify(struct kl *k)
     k->verified++;
 }
 
-/* kl_run -- one writer, killed after delay_us. */
-static void kl_run(struct kl *k, uint64_t seed, long delay_us)
+/*
+ * kl_run -- one writer, killed: with in_mount, `frac` (of 2^20) into up to
+ * 5/4 of the last mount time measured after the same kind of run (a
+ * recovery, or a clean mount after a verified run: the mount killed
+ * midway); otherwise `frac` of 40 ms after the writer said it had
+ * mounted.  Times count from the writer's report, not from the fork, so
+ * that a slow build or a loaded machine still kills where it means to.
+ */
+static void kl_run(struct kl *k, uint64_t seed, bool in_mount, uint64_t frac)
 {
+    int kind = k->runs > 0 && k->runs % 2 == 0;   /* the last run was verified */
+    uint64_t last = k->last_mount_ns[kind] ? k->last_mount_ns[kind] : 5000000u;
+    uint64_t window = in_mount ? last * 5 / 4 : 40000000u;
     int p[2];
     assert_int_equal(pipe(p), 0);
+    uint64_t t0 = kl_now_ns();
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -212,15 +271,19 @@ static void kl_run(struct kl *k, uint64_t seed, long delay_us)
         _exit(0);
     }
     close(p[1]);
-    t_sleep_ns(delay_us * 1000);
+    bool mounted = !in_mount;
+    if (!in_mount)
+        k->last_mount_ns[kind] = kl_wait_mounted(k, p[0]) - t0;
+    t_sleep_ns((long)(window * frac >> 20));
     kill(pid, SIGKILL);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
-    bool ok = kl_drain(k, p[0]);
+    bool ok = kl_drain(k, p[0], &mounted);
     close(p[0]);
     if (!ok || !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
         fail_msg("%s: the writer failed on its own (status 0x%x): see stderr",
                  k->mode, status);
+    k->killed_in_mount += !mounted;
     k->runs++;
 }
 
@@ -241,15 +304,18 @@ static void kl_mode(const char *mode)
     struct tprng r;
     tprng_seed(&r, tprng_env_seed("UBJ_JKILL_SEED", 77));
     for (uint64_t i = 0; i < runs; i++) {
-        kl_run(&k, tprng_next(&r), 2000 + (long)tprng_below(&r, 40000));
+        uint64_t seed = tprng_next(&r);
+        bool in_mount = tprng_below(&r, KL_IN_MOUNT) == 0;
+        kl_run(&k, seed, in_mount, tprng_below(&r, 1u << 20));
         assert_int_equal(ubj_bdev_file_open(k.image, UBJ_BDEV_RDONLY, 0, &dev), 0);
         jt_check_clean(dev, 0);           /* replays in memory only */
         ubj_bdev_destroy(dev);
         if (i % 2 == 1)
             kl_verify(&k);
     }
-    fprintf(stderr, "  %s: %u kills, %u verified by mount, last version %llu\n",
-            mode, k.runs, k.verified, (unsigned long long)k.acked_version);
+    fprintf(stderr, "  %s: %u kills (%u in the mount), %u verified by mount, last "
+            "version %llu\n", mode, k.runs, k.killed_in_mount, k.verified,
+            (unsigned long long)k.acked_version);
     assert_true(k.acked_version > 0);
     unlink(k.image);
 }
