@@ -35,7 +35,8 @@
  *  - before a run of blocks is handed out (alloc_check_cached), none of
  *    them may be in the cache: a freed block is always forgotten
  *    (ubj_txn_forget), so a cached one was read or written by this mount
- *    and never freed -- it is in use.
+ *    and never freed -- it is in use.  (Not after a mode-ubj recovery
+ *    that kept blocks: see fs_alloc_init.)
  * A failed check is -EUCLEAN with the sticky fs->error (read-only until
  * fsck) and a message naming the first block; nothing is allocated.
  *
@@ -57,6 +58,7 @@ struct fs_alloc {
     uint64_t nbb, nib;     /* bitmap blocks: block map, inode map */
     uint32_t *bcnt, *blow; /* per block-bitmap block */
     uint32_t *icnt, *ilow; /* per inode-bitmap block */
+    bool cached_check;     /* alloc_check_cached is sound for this mount */
 };
 
 /* One bitmap as the generic code sees it. */
@@ -105,6 +107,11 @@ int fs_alloc_init(struct ubj_fs *fs)
         return ubj_set_error(-ENOMEM, "mount: out of memory");
     a->nbb = fs->sb.bb_blocks;
     a->nib = fs->sb.ib_blocks;
+    /* mode ubj's recovery may adopt the last committed version of a block
+     * that a committed transaction freed (its tag lives until the next
+     * commit: docs/UBJ.md, "revoke"), so after a recovery that kept
+     * blocks a cached block may be free */
+    a->cached_check = fs->txn.stats.recovered_blocks == 0;
     a->bcnt = malloc(a->nbb * sizeof *a->bcnt);
     a->blow = calloc(a->nbb, sizeof *a->blow);
     a->icnt = malloc(a->nib * sizeof *a->icnt);
@@ -402,7 +409,7 @@ static int alloc_in_block(struct ubj_fs *fs, struct ubj_handle *h,
     }
     uint32_t limit = hi - f < want ? hi - f : want;
     uint32_t e = alloc_find(w, f, f + limit, 1);
-    if (m->magic == UBJ_MAGIC_BBITMAP)
+    if (m->magic == UBJ_MAGIC_BBITMAP && fs->alloc->cached_check)
         rc = alloc_check_cached(fs, i * UBJ_BITMAP_BITS + f, e - f);
     if (rc < 0) {
         ubj_cache_put(fs->cache, b);
