@@ -85,6 +85,11 @@ int ubj_format(struct ubj_bdev *dev, const struct ubj_format_opts *opts);
 
 #define UBJ_MOUNT_RDONLY   0x1u  /* refuse every change with -EROFS */
 #define UBJ_MOUNT_NO_TIMER 0x2u  /* no background commit/write-back thread */
+/* Before going read-write (or read-only: it reports then too), run fsck's
+ * passes (ubj_check without repair) over the image as mounted; any problem
+ * leaves the mount read-only, as below.  Costs about one fsck -n
+ * (docs/USAGE.md, "-o scrub"). */
+#define UBJ_MOUNT_SCRUB    0x4u
 
 struct ubj_config {
     uint32_t version;             /* 0 */
@@ -124,9 +129,25 @@ struct ubj_fs;
  * one mount per device object; a second process is kept out by opening
  * the image with UBJ_BDEV_EXCL), -EROFS, -ENOMEM, -EIO.  The message
  * names the problem in one line.
+ * A structure that is readable but wrong (a block bitmap that marks
+ * metadata free or disagrees with the free counts of a cleanly unmounted
+ * image, an orphan list that is not what an unmount or crash leaves, a
+ * problem -o scrub finds: docs/GUARANTEES.md) does not fail the mount: it
+ * returns 0 read-only (writers get -EROFS; ERRORS is recorded in the
+ * superblock) with the reason in ubj_errormsg() and ubj_fs_error().
  */
 int ubj_mount(struct ubj_bdev *dev, const struct ubj_config *cfg,
               struct ubj_fs **out);
+
+/*
+ * ubj_fs_error -- the mount's sticky error: 0 while it is healthy, else
+ * the negative errno (-EUCLEAN: corruption found; -EIO) that turned it
+ * read-only.  With msg (len bytes, NUL-terminated, truncated), the reason
+ * when mount found it, "" when healthy, and a pointer to the failed
+ * operation's own error otherwise.  Returns -EINVAL for a NULL fs.  Takes
+ * the mount lock; thread-safe.
+ */
+int ubj_fs_error(struct ubj_fs *fs, char *msg, size_t len);
 
 /*
  * ubj_unmount -- commit, write back every dirty buffer, flush the device

@@ -6,8 +6,9 @@
  * map (bit n % UBJ_BITMAP_BITS of bitmap block n / UBJ_BITMAP_BITS, LSB
  * first after the block header) is block or inode n.
  *
- * In memory, per bitmap block (struct fs_alloc, built lazily: mount reads
- * nothing):
+ * In memory, per bitmap block (struct fs_alloc; a read-write mount, and a
+ * read-only mount after a crash, read every bitmap block once to fill it:
+ * fs_alloc_scan):
  *   cnt[i]  free bits in block i, or ALLOC_UNKNOWN until block i is first
  *           read; a known 0 lets a search skip the block without I/O.
  *   low[i]  a lower bound of the first free bit in block i: every bit
@@ -22,14 +23,30 @@
  * goes into a transaction only when something else of it changes (mount,
  * unmount, the orphan list), so one fsync'd append does not commit it.
  * The counts on the device are exact after a clean unmount; after a crash
- * mount recounts them from the bitmaps (fs_alloc_recount), like ext4's
+ * mount recounts them from the bitmaps (fs_alloc_scan), like ext4's
  * lazy s_free_blocks_count.
+ *
+ * Cross-checks (a bitmap with a valid checksum can still lie, and a block
+ * it wrongly shows free would be handed out over another file's data):
+ *  - at mount (fs_alloc_scan), every bit outside the allocatable range
+ *    (superblock, bitmaps, inode table, journal area; inode 0; bits past
+ *    the end) must be set, and on a cleanly unmounted image the free bits
+ *    must add up to the superblock's counts;
+ *  - before a run of blocks is handed out (alloc_check_cached), none of
+ *    them may be in the cache: a freed block is always forgotten
+ *    (ubj_txn_forget), so a cached one was read or written by this mount
+ *    and never freed -- it is in use.  (Not after a mode-ubj recovery
+ *    that kept blocks: see fs_alloc_init.)
+ * A failed check is -EUCLEAN with the sticky fs->error (read-only until
+ * fsck) and a message naming the first block; nothing is allocated.
  *
  * Policy: next-fit from a goal (the caller's, else the cursor), taking the
  * first free bit found and the run of free bits after it, up to `want`,
  * within one bitmap block.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fs/fs.h"
@@ -41,6 +58,7 @@ struct fs_alloc {
     uint64_t nbb, nib;     /* bitmap blocks: block map, inode map */
     uint32_t *bcnt, *blow; /* per block-bitmap block */
     uint32_t *icnt, *ilow; /* per inode-bitmap block */
+    bool cached_check;     /* alloc_check_cached is sound for this mount */
 };
 
 /* One bitmap as the generic code sees it. */
@@ -89,6 +107,11 @@ int fs_alloc_init(struct ubj_fs *fs)
         return ubj_set_error(-ENOMEM, "mount: out of memory");
     a->nbb = fs->sb.bb_blocks;
     a->nib = fs->sb.ib_blocks;
+    /* mode ubj's recovery may adopt the last committed version of a block
+     * that a committed transaction freed (its tag lives until the next
+     * commit: docs/UBJ.md, "revoke"), so after a recovery that kept
+     * blocks a cached block may be free */
+    a->cached_check = fs->txn.stats.recovered_blocks == 0;
     a->bcnt = malloc(a->nbb * sizeof *a->bcnt);
     a->blow = calloc(a->nbb, sizeof *a->blow);
     a->icnt = malloc(a->nib * sizeof *a->icnt);
@@ -202,40 +225,114 @@ static uint64_t alloc_zeros_in(const uint64_t *w, uint32_t lo, uint32_t hi)
     return n;
 }
 
-/* alloc_recount_map -- the free allocatable bits of one bitmap. */
-static int alloc_recount_map(struct ubj_fs *fs, const struct alloc_map *m,
-                             uint64_t *out)
+/* alloc_bad -- a bitmap that lies: sticky error, message, -EUCLEAN. */
+static int __attribute__((format(printf, 2, 3)))
+alloc_bad(struct ubj_fs *fs, const char *fmt, ...)
 {
-    uint64_t n = 0;
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!fs->error)
+        fs->error = -EUCLEAN;
+    return ubj_set_error(-EUCLEAN, "%s: read-only until fsck", msg);
+}
+
+/* alloc_meta_name -- the metadata region holding block `blk`. */
+static const char *alloc_meta_name(const struct ubj_super *sb, uint64_t blk)
+{
+    if (blk == 0)
+        return "the superblock";
+    if (blk < sb->ib_start)
+        return "the block bitmap";
+    if (blk < sb->it_start)
+        return "the inode bitmap";
+    if (blk < sb->it_start + sb->it_blocks)
+        return "the inode table";
+    return "the journal";
+}
+
+/* alloc_scan_block -- bitmap block i as read at mount: cnt[i], and the
+ * allocatable free bits added to *nfree; every other bit must be set. */
+static int alloc_scan_block(struct ubj_fs *fs, const struct alloc_map *m,
+                            uint64_t i, uint64_t *nfree)
+{
+    struct ubj_buf *b;
+    uint32_t lo = UBJ_BITMAP_BITS, hi = UBJ_BITMAP_BITS;
+    int rc = fs_meta_read(fs, m->start + i, m->magic, &b);
+    if (rc < 0)
+        return rc;
+    const uint64_t *w = alloc_words(b);
+    if (!alloc_range(m, i, &lo, &hi))
+        lo = hi = UBJ_BITMAP_BITS;
+    uint32_t zeros = alloc_zeros(w);
+    uint64_t in = lo < hi ? alloc_zeros_in(w, lo, hi) : 0;
+    uint32_t bad = alloc_find(w, 0, lo, 0);
+    if (bad >= lo)
+        bad = alloc_find(w, hi, UBJ_BITMAP_BITS, 0);
+    ubj_cache_put(fs->cache, b);
+    m->cnt[i] = zeros;
+    *nfree += in;
+    if (zeros == in)
+        return 0;
+    uint64_t bit = i * UBJ_BITMAP_BITS + bad, n = zeros - in;
+    if (bit >= m->hi)
+        return alloc_bad(fs, "%s bitmap: %llu bit%s past the end of the map "
+                         "clear, first %llu", m->what, (unsigned long long)n,
+                         n == 1 ? "" : "s", (unsigned long long)bit);
+    if (m->magic == UBJ_MAGIC_IBITMAP)
+        return alloc_bad(fs, "inode bitmap: inode 0 is marked free");
+    return alloc_bad(fs, "block bitmap: %llu metadata block%s marked free, "
+                     "first %llu (%s)", (unsigned long long)n, n == 1 ? "" : "s",
+                     (unsigned long long)bit, alloc_meta_name(&fs->sb, bit));
+}
+
+/* alloc_scan_map -- every block of one bitmap; *nfree = its free
+ * allocatable bits.  Stops at the first finding (the mount is read-only
+ * then, and a block whose count stays unknown is read when needed). */
+static int alloc_scan_map(struct ubj_fs *fs, const struct alloc_map *m,
+                          uint64_t *nfree)
+{
+    *nfree = 0;
     for (uint64_t i = 0; i < m->nblk; i++) {
-        uint32_t lo, hi;
-        struct ubj_buf *b;
-        if (!alloc_range(m, i, &lo, &hi))
-            continue;
-        int rc = fs_meta_read(fs, m->start + i, m->magic, &b);
+        int rc = alloc_scan_block(fs, m, i, nfree);
         if (rc < 0)
             return rc;
-        m->cnt[i] = alloc_zeros(alloc_words(b));
-        n += alloc_zeros_in(alloc_words(b), lo, hi);
-        ubj_cache_put(fs->cache, b);
     }
-    *out = n;
     return 0;
 }
 
-/* fs_alloc_recount -- the free counts from the bitmaps (after a crash). */
-int fs_alloc_recount(struct ubj_fs *fs)
+/* alloc_scan_count -- a cleanly unmounted image's count must be exact. */
+static int alloc_scan_count(struct ubj_fs *fs, const struct alloc_map *m,
+                            uint64_t counted, uint64_t *sbcount)
 {
-    struct alloc_map m;
+    if (counted == *sbcount)
+        return 0;
+    return alloc_bad(fs, "%s bitmap: %llu %ss free, but the superblock of the "
+                     "cleanly unmounted image counts %llu", m->what,
+                     (unsigned long long)counted, m->what,
+                     (unsigned long long)*sbcount);
+}
+
+/* fs_alloc_scan -- read every bitmap block at mount: counts, checks. */
+int fs_alloc_scan(struct ubj_fs *fs, bool exact)
+{
+    struct alloc_map bm, im;
     uint64_t nb, ni;
-    alloc_bmap(fs, &m);
-    int rc = alloc_recount_map(fs, &m, &nb);
+    alloc_bmap(fs, &bm);
+    alloc_imap(fs, &im);
+    int rc = alloc_scan_map(fs, &bm, &nb);
+    if (rc == 0)
+        rc = alloc_scan_map(fs, &im, &ni);
     if (rc < 0)
         return rc;
-    alloc_imap(fs, &m);
-    rc = alloc_recount_map(fs, &m, &ni);
-    if (rc < 0)
+    if (exact) {   /* keep the superblock's numbers on a mismatch: fsck's */
+        rc = alloc_scan_count(fs, &bm, nb, &fs->sb.free_blocks);
+        if (rc == 0)
+            rc = alloc_scan_count(fs, &im, ni, &fs->sb.free_inodes);
         return rc;
+    }
     fs->sb.free_blocks = nb;
     fs->sb.free_inodes = ni;
     return 0;
@@ -261,6 +358,22 @@ static int alloc_take(struct ubj_fs *fs, struct ubj_handle *h,
     m->cnt[i] -= n;
     if (m->low[i] == bit)
         m->low[i] = bit + n;
+    return 0;
+}
+
+/* alloc_check_cached -- none of blocks [start, start + n), marked free,
+ * may be in the cache (it would be a block of this mount still in use). */
+static int alloc_check_cached(struct ubj_fs *fs, uint64_t start, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        struct ubj_buf *b;
+        if (ubj_cache_lookup(fs->cache, start + k, &b) < 0)
+            continue;
+        ubj_cache_put(fs->cache, b);
+        return alloc_bad(fs, "block bitmap: block %llu is marked free but in "
+                         "use (this mount read or wrote it and never freed it)",
+                         (unsigned long long)(start + k));
+    }
     return 0;
 }
 
@@ -296,6 +409,12 @@ static int alloc_in_block(struct ubj_fs *fs, struct ubj_handle *h,
     }
     uint32_t limit = hi - f < want ? hi - f : want;
     uint32_t e = alloc_find(w, f, f + limit, 1);
+    if (m->magic == UBJ_MAGIC_BBITMAP && fs->alloc->cached_check)
+        rc = alloc_check_cached(fs, i * UBJ_BITMAP_BITS + f, e - f);
+    if (rc < 0) {
+        ubj_cache_put(fs->cache, b);
+        return rc;
+    }
     rc = alloc_take(fs, h, m, i, b, f, e - f);
     if (rc < 0)
         return rc;
@@ -473,4 +592,19 @@ int fs_ifree(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino)
         fs->sb.free_inodes++;
     (void)h;
     return 0;   /* the superblock's counts are written lazily */
+}
+
+/* fs_ialloc_test -- whether inode `ino` (in range) is marked in use. */
+int fs_ialloc_test(struct ubj_fs *fs, ubj_ino_t ino)
+{
+    struct alloc_map m;
+    struct ubj_buf *b;
+    alloc_imap(fs, &m);
+    int rc = fs_meta_read(fs, m.start + ino / UBJ_BITMAP_BITS, m.magic, &b);
+    if (rc < 0)
+        return rc;
+    uint32_t bit = (uint32_t)(ino % UBJ_BITMAP_BITS);
+    int used = (int)((alloc_words(b)[bit / 64] >> (bit % 64)) & 1u);
+    ubj_cache_put(fs->cache, b);
+    return used;
 }

@@ -23,7 +23,8 @@
  *      to the directory itself, a directory named more than once; '..'
  *      (the parent field) against the one name kept; reachability from
  *      the root.
- *   3  the orphan list (cycles, range, nlink 0); unreachable inodes.
+ *   3  the orphan list (cycles, range, nlink 0, directories empty);
+ *      unreachable inodes.
  *   4  link counts: files = names, directories = 2 + subdirectories.
  *   5  block and inode bitmaps (metadata blocks, inode 0 and the bits past
  *      the end must be set) and the superblock's free counts against the
@@ -1751,7 +1752,9 @@ static void ck_orphan_walk(struct ck *ck)
     while (p != 0) {
         struct ck_ino *r = p < ck->ni && p != UBJ_ROOT_INO ? ck_live(ck, p) : NULL;
         const char *why = !r ? "is not an in-use inode" : (r->flags & CK_ORPHAN) ?
-                          "closes a loop" : r->nlink != 0 ? "has links" : NULL;
+                          "closes a loop" : r->nlink != 0 ? "has links" :
+                          S_ISDIR(r->mode) && r->entries != 0 ?
+                          "is a directory holding names" : NULL;
         if (why) {
             ck_problem(ck, true, "orphan list: inode %llu (after %s %llu) %s: cut the "
                        "list there", CK_LL(p), prev ? "inode" : "superblock",
@@ -1822,6 +1825,10 @@ static void ck_pass4(struct ck *ck)
             r->flags |= CK_XNLINK;
         }
     }
+    if (ck->repair && ck->sb.orphan_head != 0) {
+        ck->sb.orphan_head = 0;   /* members are freed below or were taken off */
+        ck->sb_dirty = true;
+    }
     if (ck->orphans == 0)
         return;
     ck_note(ck, "%llu open-but-unlinked inode%s on the orphan list (the next mount "
@@ -1832,8 +1839,6 @@ static void ck_pass4(struct ck *ck)
     for (size_t i = 0; i < ck->nrecs; i++)
         if (ck->recs[i].flags & CK_ORPHAN)
             ck->recs[i].flags |= CK_DEAD | CK_LATE;
-    ck->sb.orphan_head = 0;
-    ck->sb_dirty = true;
 }
 
 /* ---- repairs: allocation, moving shared blocks, rebuilding trees ----------- */

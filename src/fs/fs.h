@@ -15,6 +15,7 @@
  *   namei.c   namespace operations (mknod, mkdir, unlink, rmdir, rename,
  *             link, symlink, readlink, readdir, lookup) and path helpers
  *   check.c   fsck: reads the raw device, shares nothing mutable
+ *   scrub.c   -o scrub: check.c's passes over a mounted image
  *
  * Locking: every public entry point takes fs->lock (a mutex) for its
  * whole duration, so the functions below run one at a time per mount and
@@ -71,6 +72,7 @@ struct ubj_fs {
     struct fs_open *open[FS_OPEN_BUCKETS];
     uint64_t generation;           /* next inode generation */
     int error;                     /* first I/O error (sticky), 0 if none */
+    char mount_error[256];         /* why mount came up read-only, or "" */
     /* background timer (super.c) */
     pthread_t timer;
     bool timer_running;
@@ -104,6 +106,13 @@ int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h); /* sb copy -> block
 int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h);
 int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc);
 
+/* ---- scrub.c ---- */
+/* fs_scrub -- UBJ_MOUNT_SCRUB: fsck's passes (check.c, read-only) over the
+ * image as this mount sees it (cached blocks first).  0 if clean;
+ * -EUCLEAN (fs->error set; the message gives fsck's first problem and the
+ * count) on any finding, and when the check could not run. */
+int fs_scrub(struct ubj_fs *fs);
+
 /* ---- alloc.c ---- */
 /* allocate up to `want` contiguous blocks, preferably at/after `goal`.
  * 0 and *start,*got (1..want); -ENOSPC. */
@@ -112,11 +121,17 @@ int fs_balloc(struct ubj_fs *fs, struct ubj_handle *h, uint64_t goal,
 int fs_bfree(struct ubj_fs *fs, struct ubj_handle *h, uint64_t start, uint64_t count);
 int fs_ialloc(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t hint, ubj_ino_t *out);
 int fs_ifree(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);
+/* fs_ialloc_test -- inode `ino` (< ninodes) in the inode bitmap: 1 marked
+ * in use, 0 free, or -EIO/-EUCLEAN. */
+int fs_ialloc_test(struct ubj_fs *fs, ubj_ino_t ino);
 /* fs_alloc_init / fs_alloc_fini -- alloc.c's in-memory state (mount/unmount). */
-/* fs_alloc_recount -- set sb.free_blocks/free_inodes from the bitmaps
- * (mount after a crash: the device's counts are written lazily).  Reads
- * every bitmap block.  0 or -EIO/-EUCLEAN. */
-int fs_alloc_recount(struct ubj_fs *fs);
+/* fs_alloc_scan -- at mount: read every bitmap block, fill the per-block
+ * counts and check the maps (every metadata bit, inode 0 and the bits past
+ * the end set).  With `exact` (a cleanly unmounted image) the free bits
+ * must equal sb.free_blocks/free_inodes; without (after a crash: counts
+ * are written lazily) they replace them.  0, -EUCLEAN (a bad block, or a
+ * map that lies: fs->error set, message), -EIO. */
+int fs_alloc_scan(struct ubj_fs *fs, bool exact);
 int fs_alloc_init(struct ubj_fs *fs);
 void fs_alloc_fini(struct ubj_fs *fs);
 
@@ -152,7 +167,10 @@ uint32_t fs_open_count(struct ubj_fs *fs, ubj_ino_t ino);
 /* orphan list (superblock head, inode orphan_next) */
 int fs_orphan_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
 int fs_orphan_del(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);
-int fs_orphan_cleanup(struct ubj_fs *fs);   /* at mount: free every orphan */
+/* fs_orphan_cleanup -- at mount and unmount: verify the list, then free
+ * every orphan.  0 (also at once after an error), -EUCLEAN (the list lies:
+ * nothing freed, fs->error set, message), -EIO. */
+int fs_orphan_cleanup(struct ubj_fs *fs);
 /* timestamps */
 void fs_touch(struct ubj_fs *fs, struct ubj_inode *ip, bool atime, bool mtime,
               bool ctime);

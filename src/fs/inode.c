@@ -15,11 +15,16 @@
  *    entry exists only while its count is > 0.
  *  - The orphan list (sb.orphan_head -> inode.orphan_next -> ... -> 0)
  *    holds exactly the inodes with nlink 0 that are still open (or were
- *    open when the system stopped); mount and unmount destroy all of them.
+ *    open when the system stopped); mount and unmount destroy all of them,
+ *    so a cleanly unmounted image (without ERRORS) has an empty list.
+ *    Before freeing anything, fs_orphan_cleanup verifies the whole list
+ *    (inode_orphan_verify: what is checkable without a scan of the
+ *    directories -- see docs/GUARANTEES.md) and frees nothing if it lies.
  *  - A directory's own "." link goes with its name: dropping the last name
  *    link of a directory (nlink 2 -> 1) takes nlink to 0.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,38 +493,143 @@ int fs_orphan_del(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino)
     return 0;
 }
 
-/* inode_orphan_one -- free the first orphan in its own handle. */
-static int inode_orphan_one(struct ubj_fs *fs, ubj_ino_t ino)
+/* inode_orphan_refuse -- a list that lies: nothing is freed; sticky
+ * error (read-only until fsck), message, -EUCLEAN. */
+static int __attribute__((format(printf, 4, 5)))
+inode_orphan_refuse(struct ubj_fs *fs, ubj_ino_t ino, ubj_ino_t prev,
+                    const char *fmt, ...)
 {
-    struct ubj_handle *h;
+    char why[120], after[40];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (prev)
+        snprintf(after, sizeof after, "inode %llu", (unsigned long long)prev);
+    else
+        snprintf(after, sizeof after, "the superblock");
+    if (!fs->error)
+        fs->error = -EUCLEAN;
+    return ubj_set_error(-EUCLEAN, "orphan list: inode %llu (after %s) %s: "
+                         "nothing freed, read-only until fsck",
+                         (unsigned long long)ino, after, why);
+}
+
+/* inode_orphan_dir_empty -- a directory on the list must be empty by its
+ * own records: no names counted, a one-level tree, no record in it. */
+static int inode_orphan_dir_empty(struct ubj_fs *fs, ubj_ino_t ino, ubj_ino_t prev,
+                                  const struct ubj_dir_root *d)
+{
+    struct ubj_buf *b;
+    if (d->entries != 0)
+        return inode_orphan_refuse(fs, ino, prev, "is a directory holding %llu "
+                                   "name%s", (unsigned long long)d->entries,
+                                   d->entries == 1 ? "" : "s");
+    if (d->depth != 0)
+        return inode_orphan_refuse(fs, ino, prev, "is a directory whose tree has "
+                                   "%u levels", d->depth + 1);
+    if (d->root < fs->sb.data_start || d->root >= fs->sb.nblocks)
+        return inode_orphan_refuse(fs, ino, prev, "is a directory whose tree is "
+                                   "at block %llu, outside the data area",
+                                   (unsigned long long)d->root);
+    int rc = fs_meta_read(fs, d->root, UBJ_MAGIC_DIR, &b);
+    if (rc < 0)
+        return rc;
+    const struct ubj_dir_node *n = (const struct ubj_dir_node *)b->data;
+    unsigned nrec = n->nrec;
+    bool mine = n->owner == ino && n->level == 0;
+    ubj_cache_put(fs->cache, b);
+    if (!mine || nrec != 0)
+        return inode_orphan_refuse(fs, ino, prev, "is a directory whose root node "
+                                   "%s", mine ? "holds names" : "is not its own leaf");
+    return 0;
+}
+
+/* inode_orphan_check -- can `ino` (reached after `prev`; 0: the
+ * superblock) be on the list: in range, in use in the table and the
+ * bitmap, no links, a directory empty.  *next = its link. */
+static int inode_orphan_check(struct ubj_fs *fs, ubj_ino_t ino, ubj_ino_t prev,
+                              ubj_ino_t *next)
+{
     struct fs_iref r = { 0 };
+    if (ino == UBJ_ROOT_INO || ino >= fs->sb.ninodes)
+        return inode_orphan_refuse(fs, ino, prev, "%s", ino == UBJ_ROOT_INO ?
+                                   "is the root directory" : "is out of range");
     int rc = fs_iget_raw(fs, ino, &r);
     if (rc < 0)
         return rc;
-    bool destroy = r.ip->mode != 0 && r.ip->nlink == 0;
+    struct ubj_inode ip = *r.ip;
     fs_iput(fs, &r);
-    rc = ubj_txn_start(&fs->txn, INODE_DESTROY_CREDITS, &h);
+    int used = fs_ialloc_test(fs, ino);
+    if (used < 0)
+        return used;
+    *next = ip.orphan_next;
+    if (ip.mode == 0 || !used)
+        return inode_orphan_refuse(fs, ino, prev, "is free%s", ip.mode ?
+                                   " in the inode bitmap" : "");
+    if (ip.nlink != 0)
+        return inode_orphan_refuse(fs, ino, prev, "has %u link%s", ip.nlink,
+                                   ip.nlink == 1 ? "" : "s");
+    if (S_ISDIR(ip.mode))
+        return inode_orphan_dir_empty(fs, ino, prev, &ip.i_data.dir);
+    return 0;
+}
+
+/*
+ * inode_orphan_verify -- the whole list, before anything is freed.  A
+ * cleanly unmounted image (without ERRORS) has none; each member passes
+ * inode_orphan_check; a loop is found by Brent's method (a mark moved to
+ * the current inode after 1, 2, 4, ... steps: any cycle meets it again
+ * within twice its length plus the tail, and memory stays O(1)).
+ */
+static int inode_orphan_verify(struct ubj_fs *fs)
+{
+    ubj_ino_t cur = fs->sb.orphan_head, prev = 0, mark = cur, next = 0;
+    uint32_t state = fs->sb.state;
+    if (cur != 0 && (state & UBJ_STATE_CLEAN) && !(state & UBJ_STATE_ERRORS))
+        return inode_orphan_refuse(fs, cur, 0, "heads the list of an image that "
+                                   "was unmounted cleanly (it must be empty)");
+    for (uint64_t run = 0, power = 1; cur != 0; ) {
+        int rc = inode_orphan_check(fs, cur, prev, &next);
+        if (rc < 0)
+            return rc;
+        prev = cur;
+        cur = next;
+        if (cur == mark)
+            return inode_orphan_refuse(fs, cur, prev, "closes a loop");
+        if (++run == power) {
+            mark = cur;
+            power *= 2;
+            run = 0;
+        }
+    }
+    return 0;
+}
+
+/* inode_orphan_one -- free the first orphan (verified) in its own handle. */
+static int inode_orphan_one(struct ubj_fs *fs, ubj_ino_t ino)
+{
+    struct ubj_handle *h;
+    int rc = ubj_txn_start(&fs->txn, INODE_DESTROY_CREDITS, &h);
     if (rc < 0)
         return rc;
     rc = inode_orphan_unhead(fs, h, ino);
-    if (rc == 0 && destroy)
+    if (rc == 0)
         rc = fs_inode_destroy(fs, h, ino);
     int src = ubj_txn_stop(h);
     return rc < 0 ? rc : src;
 }
 
-/* fs_orphan_cleanup -- free every inode on the orphan list. */
+/* fs_orphan_cleanup -- verify the orphan list, then free every inode on
+ * it.  Nothing after an error (the mount is read-only). */
 int fs_orphan_cleanup(struct ubj_fs *fs)
 {
-    for (uint64_t n = 0; fs->sb.orphan_head != 0; n++) {
-        ubj_ino_t ino = fs->sb.orphan_head;
-        if (n >= fs->sb.ninodes)
-            return inode_orphan_bad(fs, ino, "starts a loop");
-        if (ino >= fs->sb.ninodes)
-            return inode_orphan_bad(fs, ino, "is out of range");
-        int rc = inode_orphan_one(fs, ino);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
+    if (fs->error || fs->sb.orphan_head == 0)
+        return 0;
+    int rc = inode_orphan_verify(fs);
+    while (rc == 0 && fs->sb.orphan_head != 0)
+        rc = inode_orphan_one(fs, fs->sb.orphan_head);
+    if (rc < 0 && !fs->error)
+        fs->error = rc;   /* unmount records ERRORS: the list is left */
+    return rc;
 }

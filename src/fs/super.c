@@ -986,7 +986,8 @@ static int super_config_check(struct ubj_bdev *dev, const struct ubj_config *cfg
     if (cfg && cfg->version != 0)
         return ubj_set_error(-EINVAL, "mount: config version %u unknown",
                              cfg->version);
-    if (cfg && (cfg->flags & ~(UBJ_MOUNT_RDONLY | UBJ_MOUNT_NO_TIMER)))
+    if (cfg && (cfg->flags & ~(UBJ_MOUNT_RDONLY | UBJ_MOUNT_NO_TIMER |
+                               UBJ_MOUNT_SCRUB)))
         return ubj_set_error(-EINVAL, "mount: unknown flags 0x%x", cfg->flags);
     return 0;
 }
@@ -1197,26 +1198,47 @@ static bool super_record_nvm_error(struct ubj_fs *fs)
     return true;
 }
 
-/* super_mount_fs -- everything after the mode is mounted (lock held). */
+/* super_verdict -- a mount check's result: corruption (-EUCLEAN with the
+ * sticky fs->error) does not fail the mount but leaves it read-only, its
+ * message kept for ubj_mount and ubj_fs_error and ERRORS recorded by
+ * super_mark_mounted; any other error fails the mount. */
+static int super_verdict(struct ubj_fs *fs, int rc)
+{
+    if (rc != -EUCLEAN || !fs->error)
+        return rc;
+    if (fs->mount_error[0] == '\0')
+        snprintf(fs->mount_error, sizeof fs->mount_error, "%s", ubj_errormsg());
+    fs->sb.state |= UBJ_STATE_ERRORS;
+    return 0;
+}
+
+/* super_mount_fs -- everything after the mode is mounted (lock held).
+ * Nothing is freed or allocated before the checks: the bitmaps (read
+ * whole unless a clean image is mounted read-only), -o scrub, the orphan
+ * list (docs/GUARANTEES.md, "what a mount verifies"). */
 static int super_mount_fs(struct ubj_fs *fs)
 {
     int rc = 0;
-    if (fs->nvm_region_id != 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
+    bool rw = !(fs->flags & UBJ_MOUNT_RDONLY);
+    if (fs->nvm_region_id != 0 && rw)
         rc = super_next_gen(fs);
-    if (rc == 0 && fs->nvm_region_id != 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
+    if (rc == 0 && fs->nvm_region_id != 0 && rw)
         rc = super_mark_home(fs);
     if (rc == 0)
         rc = super_reload(fs);
     if (rc == 0)
         rc = fs_alloc_init(fs);
-    if (rc == 0 && !(fs->sb.state & UBJ_STATE_CLEAN))
-        rc = fs_alloc_recount(fs);   /* a crash: counts are written lazily */
+    bool clean = (fs->sb.state & UBJ_STATE_CLEAN) != 0;
+    if (rc == 0 && (rw || !clean))   /* after a crash: counts are lazy */
+        rc = super_verdict(fs, fs_alloc_scan(fs, clean));
     if (rc == 0)
         rc = super_check_root(fs);
-    if (rc == 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
-        rc = fs_orphan_cleanup(fs);
+    if (rc == 0 && (fs->flags & UBJ_MOUNT_SCRUB) && !fs->error)
+        rc = super_verdict(fs, fs_scrub(fs));
+    if (rc == 0 && rw)
+        rc = super_verdict(fs, fs_orphan_cleanup(fs));
     bool recorded = rc == 0 && super_record_nvm_error(fs);
-    if (rc == 0 && !(fs->flags & UBJ_MOUNT_RDONLY))
+    if (rc == 0 && rw)
         rc = super_mark_mounted(fs);
     if (rc == 0 && recorded)   /* ERRORS committed: the region's record is done */
         rc = ubj_nvm_error_clear(fs->nvm);
@@ -1270,13 +1292,30 @@ int ubj_mount(struct ubj_bdev *dev, const struct ubj_config *cfg,
             goto fail;
         }
     }
-    ubj_clear_error();
+    if (fs->mount_error[0])   /* mounted read-only after a finding */
+        ubj_set_error(fs->error, "%s", fs->mount_error);
+    else
+        ubj_clear_error();
     *out = fs;
     return 0;
 fail:
     super_fs_free(fs);
     __atomic_store_n(&dev->mounted, 0u, __ATOMIC_RELEASE);
     return rc;
+}
+
+/* ubj_fs_error -- the sticky error and, if mount found it, its reason. */
+int ubj_fs_error(struct ubj_fs *fs, char *msg, size_t len)
+{
+    if (!fs)
+        return ubj_set_error(-EINVAL, "fs_error: no mount");
+    pthread_mutex_lock(&fs->lock);
+    int err = fs->error;
+    if (msg && len)
+        snprintf(msg, len, "%s", fs->mount_error[0] ? fs->mount_error : err ?
+                 "an operation failed after mount (see its error)" : "");
+    pthread_mutex_unlock(&fs->lock);
+    return err;
 }
 
 /* super_close_all -- forget every open reference; free the orphans. */

@@ -62,7 +62,7 @@ struct mount_args {
     char *models;                        /* --device's model layers */
     uint64_t cache_bytes;                /* 0: the library's default */
     uint32_t commit_ms;                  /* 0: the library's default */
-    bool foreground, debug, format_nvm;
+    bool foreground, debug, format_nvm, scrub;
     struct ubj_fuse_opts fo;
     char *fuse_opts;                     /* -o options left for libfuse */
     char image_abs[PATH_MAX], mnt_abs[PATH_MAX], nvm_abs[PATH_MAX];
@@ -123,6 +123,9 @@ static void mount_usage(void)
            "      no_io_uring        read requests from /dev/fuse even where the\n"
            "                         kernel offers FUSE over io_uring (Linux 6.14+,\n"
            "                         fuse.enable_uring=1; used by default then)\n"
+           "      scrub              run fsck's checks (read-only) before going\n"
+           "                         read-write; on a finding the mount stays\n"
+           "                         read-only (costs about one fsck -n)\n"
            "      no_killpriv_v2     let the kernel clear set-id bits and file\n"
            "                         capabilities (one more request per write)\n"
            "                         default_permissions is always on: the kernel\n"
@@ -172,6 +175,8 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         a->fo.rdonly = true;
     else if (MOUNT_KEY("rw") && !v)
         a->fo.rdonly = false;
+    else if (MOUNT_KEY("scrub") && !v)
+        a->scrub = true;
     else if (MOUNT_KEY("debug") && !v)
         a->debug = a->foreground = true;
     else if (MOUNT_KEY("default_permissions") && !v)
@@ -195,6 +200,7 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         return 0;
     } else if ((MOUNT_KEY("io_uring") || MOUNT_KEY("no_io_uring") ||
                 MOUNT_KEY("killpriv_v2") || MOUNT_KEY("no_killpriv_v2") ||
+                MOUNT_KEY("scrub") ||
                 MOUNT_KEY("writeback_cache") || MOUNT_KEY("no_writeback_cache")) && v)
         rc = -EINVAL;                   /* a flag given a value */
     else if (MOUNT_KEY("io_uring") && !v)
@@ -567,7 +573,8 @@ static int mount_start(struct mount_args *a, struct mount_run *m)
     cfg.mode = a->mode;
     cfg.cache_blocks = (uint32_t)(a->cache_bytes / 4096);
     cfg.commit_interval_ms = a->commit_ms;
-    cfg.flags = a->fo.rdonly ? UBJ_MOUNT_RDONLY : 0u;
+    cfg.flags = (a->fo.rdonly ? UBJ_MOUNT_RDONLY : 0u) |
+                (a->scrub ? UBJ_MOUNT_SCRUB : 0u);
     cfg.nvm_path = a->nvm;
     cfg.nvm_flags = a->format_nvm ? UBJ_NVM_FORMAT : 0u;
     cfg.nvm_profile = a->nvm_profile;
@@ -575,6 +582,11 @@ static int mount_start(struct mount_args *a, struct mount_run *m)
     if (rc < 0) {
         tools_err("%s: cannot mount: %s", a->image, tools_libmsg(rc));
         return -1;
+    }
+    char why[256];
+    if (ubj_fs_error(m->fs, why, sizeof why) < 0) {
+        syslog(LOG_ERR, "%s: mounted read-only: %s", a->image, why);
+        tools_err("%s: mounted read-only: %s", a->image, why);
     }
     if (ubj_fuse_mount(m->fuse, m->fs, a->mnt_abs) < 0) {
         tools_err("%s: cannot mount on %s (see the message above)", a->image,

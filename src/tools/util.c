@@ -313,6 +313,9 @@ int tools_img_mount(struct tools_img *img, const char *image, bool rw)
         img->fs = NULL;
         return -1;
     }
+    char why[256];
+    if (rw && ubj_fs_error(img->fs, why, sizeof why) < 0)
+        tools_err("%s: mounted read-only: %s", image, why);
     return 0;
 }
 
