@@ -57,10 +57,16 @@ timed 5 "cat > file" "$UBJ_TOOL" cat "$img:/big"    # run's stdout: $tmp/out
 [ "$(stat -c %b "$tmp/out")" -lt 2048 ] || fail "cat > file: holes written ($(stat -c %b "$tmp/out") blocks)"
 python3 "$scmp" "$big" "$tmp/out" || fail "cat > file: contents differ"
 : >"$tmp/out"
+# an ASan build checks every write()'s 64 MiB buffer against its shadow
+# memory: 23 s for 4 TiB in CI's ASan pass (0.2 s without), still far
+# below the per-block reads of fd8c42e (135 s without ASan)
+dn_limit=10
+if grep -q __asan_init "$UBJ_TOOL"; then dn_limit=90; fi
 t0=$(date +%s%N)
-timeout 30 "$UBJ_TOOL" cat "$img:/big" >/dev/null || fail "cat >/dev/null failed or timed out"
+timeout $((dn_limit * 3)) "$UBJ_TOOL" cat "$img:/big" >/dev/null || fail "cat >/dev/null failed or timed out"
 t1=$(date +%s%N)
-[ $(((t1 - t0) / 1000000)) -le 10000 ] || fail "cat >/dev/null took $(((t1 - t0) / 1000000)) ms"
+[ $(((t1 - t0) / 1000000)) -le $((dn_limit * 1000)) ] ||
+  fail "cat >/dev/null took $(((t1 - t0) / 1000000)) ms (limit $dn_limit s)"
 echo "cat of 4 TiB to /dev/null: $(((t1 - t0) / 1000000)) ms"
 
 # every zero through a pipe: a 48 MiB file with holes at its start, in
