@@ -98,4 +98,23 @@ const struct ubj_mode_info *ubj_mode_at(size_t i);
  * error message. */
 const struct ubj_mode_info *ubj_mode_lookup(const char *name);
 
+/* Orders of ubj_mode_list; within each group, registry order. */
+enum ubj_mode_order {
+    UBJ_MODE_ORDER_REGISTRY = 0,  /* registry order */
+    UBJ_MODE_ORDER_CONSISTENT_FIRST = 1,  /* crash-consistent modes, then
+                                             the others */
+    UBJ_MODE_ORDER_NEEDS = 2,     /* needing nothing, a log area, NVM */
+    UBJ_MODE_ORDER_BASELINES_FIRST = 3,  /* UBJ_MODE_F_BASELINE modes, then
+                                            UBJ_MODE_F_SUBJECT, the rest */
+};
+
+/*
+ * ubj_mode_list -- the modes that have every flag of `flags` (0: every
+ * mode) in `order`: stores up to `max` of them in v[0..max) (v may be NULL
+ * when max is 0) and returns how many there are in all (more than max:
+ * the list was cut).  An unknown order is taken as registry order.
+ */
+size_t ubj_mode_list(unsigned flags, enum ubj_mode_order order,
+                     const struct ubj_mode_info **v, size_t max);
+
 #endif /* UBJFS_MODE_H */

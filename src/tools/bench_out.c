@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bench_out.h"
+#include "tools.h"          /* tools_mode_ratio */
 
 #define BOUT_MIB (1024.0 * 1024.0)
 #define BOUT_PATH 4096
@@ -37,7 +38,6 @@ static const char *const bout_opnames[BH_OP_NR] = {
     "fsync", "stat", "rename", "readdir", "other",
 };
 
-static const char *const bout_dens[] = { "ordered", "journal" };
 
 /* How long gnuplot may take (ms) before it is killed; a variable so that
  * the tests can shorten it. */
@@ -533,9 +533,10 @@ int tools_bout_json(FILE *f, const struct tools_bout_meta *meta,
         fputs(i + 1 < n ? ",\n" : "\n", f);
     }
     fputs("  ],\n  \"ratios\": {\n", f);
-    size_t nd = sizeof bout_dens / sizeof bout_dens[0];
+    const char *num, *dens[8];
+    size_t nd = tools_mode_ratio(&num, dens, 8);   /* the registry's ratios */
     for (size_t j = 0; j < nd; j++) {
-        int rc = bout_json_pairs(f, rows, n, "ubj", bout_dens[j], j + 1 == nd);
+        int rc = bout_json_pairs(f, rows, n, num, dens[j], j + 1 == nd);
         if (rc < 0)
             return rc;
     }

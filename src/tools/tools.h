@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <time.h>
+#include "ubjfs/mode.h"
 #include "ubjfs/model.h"
 #include "ubjfs/ubjfs.h"
 
@@ -288,5 +289,27 @@ int tools_bench_cache(const char *arg, uint32_t *blocks);
 /* tools_bench_size -- a SIZE of `bench ubj` and `bench modes`: at least
  * 16M, rounded down to whole 4 KiB blocks. */
 int tools_bench_size(const char *arg, uint64_t *size);
+
+/* ---- the mode registry's lists (src/tools/modes.c) ---- */
+
+/* tools_mode_names -- the names of the modes with every flag of `flags`
+ * (0: all) and, if need >= 0, needing `need` (enum ubj_mode_need), in
+ * `order`, joined by sep (the last two by `last`), into buf of len bytes
+ * (cut to fit).  Returns buf. */
+const char *tools_mode_names(unsigned flags, int need, enum ubj_mode_order order,
+                             const char *sep, const char *last, char *buf, size_t len);
+
+/* tools_mode_needs -- is `name` a mode of this build that needs `need`? */
+bool tools_mode_needs(const char *name, enum ubj_mode_need need);
+
+/* tools_mode_ratio -- the bench ratios of the registry: *num the
+ * UBJ_MODE_F_SUBJECT mode ("" if none), dens[0..max) the UBJ_MODE_F_BASELINE
+ * modes in registry order; returns how many dens were stored. */
+size_t tools_mode_ratio(const char **num, const char **dens, size_t max);
+
+/* tools_wrap -- print the words of `text` (split at spaces) to f, the
+ * cursor being at column `col`: a line that would pass column `width`
+ * goes on at column `indent`; ends with a newline. */
+void tools_wrap(FILE *f, const char *text, size_t col, size_t indent, size_t width);
 
 #endif /* UBJ_TOOLS_TOOLS_H */

@@ -77,6 +77,40 @@ const struct ubj_mode_info *ubj_mode_lookup(const char *name)
     return e ? &e->info : NULL;
 }
 
+/* reg_rank -- the group of mode m in `order` (lower groups first). */
+static unsigned reg_rank(const struct ubj_mode_info *m, enum ubj_mode_order order)
+{
+    switch (order) {
+    case UBJ_MODE_ORDER_CONSISTENT_FIRST:
+        return m->promises.crash_consistent ? 0 : 1;
+    case UBJ_MODE_ORDER_NEEDS:
+        return (unsigned)m->needs;
+    case UBJ_MODE_ORDER_BASELINES_FIRST:
+        return (m->flags & UBJ_MODE_F_BASELINE) ? 0 : (m->flags & UBJ_MODE_F_SUBJECT) ? 1 : 2;
+    default:
+        return 0;
+    }
+}
+
+#define REG_MAX_RANK 3u
+
+/* ubj_mode_list -- the modes with every flag of `flags`, in `order`. */
+size_t ubj_mode_list(unsigned flags, enum ubj_mode_order order,
+                     const struct ubj_mode_info **v, size_t max)
+{
+    size_t n = 0;
+    for (unsigned r = 0; r < REG_MAX_RANK; r++)
+        for (size_t i = 0; i < REG_N; i++) {
+            const struct ubj_mode_info *m = &reg_modes[i].info;
+            if ((m->flags & flags) != flags || reg_rank(m, order) != r)
+                continue;
+            if (n < max)
+                v[n] = m;
+            n++;
+        }
+    return n;
+}
+
 /* ubj_registry_by_name -- the mode called `name`, or NULL. */
 const struct ubj_mode_entry *ubj_registry_by_name(const char *name)
 {
