@@ -8,7 +8,7 @@
  *
  * Owns: the table and its lookups.
  *
- * Invariants (checked by tests/txn/registry.c): names and codes are unique;
+ * Invariants (checked by tests/unit/registry.c): names and codes are unique;
  * every entry's ops->name is its name; test-only entries (UBJ_MODE_F_TEST)
  * have codes >= UBJ_FMT_MODE_TEST_MIN and exist only with UBJ_TEST_HOOKS.
  */
