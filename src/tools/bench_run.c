@@ -84,7 +84,7 @@ struct brun_prog {
 static void brun_usage(void)
 {
     const char *num, *dens[8];
-    size_t nd = tools_mode_ratio(&num, dens, 8);
+    size_t nd = tools_bout_ratio_modes(&num, dens, 8);
     char over[256] = "", heads[256], headc[256];
     for (size_t i = 0; i < nd; i++)
         snprintf(over + strlen(over), sizeof over - strlen(over), "%s%s",
@@ -620,7 +620,7 @@ static int brun_report(FILE *f, const struct brun_args *a, const struct tools_bo
     int rc = tools_bout_table(f, rows, n);
     if (rc == 0) {
         const char *num, *dens[8];
-        size_t nd = tools_mode_ratio(&num, dens, 8);
+        size_t nd = tools_bout_ratio_modes(&num, dens, 8);
         rc = tools_bout_ratio_table(f, rows, n, num, dens, nd);
     }
     if (a->quick)

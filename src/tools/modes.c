@@ -58,14 +58,3 @@ void tools_wrap(FILE *f, const char *text, size_t col, size_t indent, size_t wid
     }
     fputc('\n', f);
 }
-
-/* tools_mode_ratio -- see tools.h. */
-size_t tools_mode_ratio(const char **num, const char **dens, size_t max)
-{
-    const struct ubj_mode_info *s = NULL, *v[MODES_MAX];
-    *num = ubj_mode_list(UBJ_MODE_F_SUBJECT, UBJ_MODE_ORDER_REGISTRY, &s, 1) ? s->name : "";
-    size_t n = ubj_mode_list(UBJ_MODE_F_BASELINE, UBJ_MODE_ORDER_REGISTRY, v, MODES_MAX);
-    for (size_t i = 0; i < n && i < max && i < MODES_MAX; i++)
-        dens[i] = v[i]->name;
-    return n < max ? n : max;
-}

@@ -302,11 +302,6 @@ const char *tools_mode_names(unsigned flags, int need, enum ubj_mode_order order
 /* tools_mode_needs -- is `name` a mode of this build that needs `need`? */
 bool tools_mode_needs(const char *name, enum ubj_mode_need need);
 
-/* tools_mode_ratio -- the bench ratios of the registry: *num the
- * UBJ_MODE_F_SUBJECT mode ("" if none), dens[0..max) the UBJ_MODE_F_BASELINE
- * modes in registry order; returns how many dens were stored. */
-size_t tools_mode_ratio(const char **num, const char **dens, size_t max);
-
 /* tools_wrap -- print the words of `text` (split at spaces) to f, the
  * cursor being at column `col`: a line that would pass column `width`
  * goes on at column `indent`; ends with a newline. */
