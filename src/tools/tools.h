@@ -2,10 +2,12 @@
  * tools.h -- what the `ubjfs` command-line tool's subcommands share
  * (src/tools/util.c): the program name used in messages, error printing,
  * size and number parsing, IMAGE:/path arguments, opening and mounting an
- * image, directory listings, mode strings and time formatting.
+ * image, directory listings, mode strings and time formatting; and
+ * (src/tools/modes.c) the lists of consistency modes from the registry.
  *
  * The tools use only the public API (the headers in include/ubjfs/); inspect and mkfs
- * also read the superblock through src/fs/format.h.
+ * also read the superblock through src/fs/format.h, and with inspect, fsck and
+ * util.c map its mode code through the registry (src/txn/registry.h).
  *
  * Exit codes every subcommand follows unless its --help says otherwise:
  * 0 success, 1 an error (after reporting it), 2 a usage error.
