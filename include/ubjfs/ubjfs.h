@@ -45,7 +45,9 @@ const char *ubj_errormsg(void);
 
 /* ---- format and mount -------------------------------------------------- */
 
-/* Consistency modes (docs/DESIGN.md); each is a src/txn/ ops table. */
+/* Names of the released consistency modes, for callers that pick one
+ * (ubj_format_opts.mode, ubj_config.mode).  What modes this build has,
+ * what each needs and promises: the mode registry, ubjfs/mode.h. */
 #define UBJ_MODE_NONE "none"
 #define UBJ_MODE_UBJ  "ubj"    /* NVM-resident cache, commit in place (docs/UBJ.md) */
 /* JBD2-like journal (docs/JOURNAL.md) */

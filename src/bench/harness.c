@@ -50,6 +50,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "bench/bench_int.h"
+#include "ubjfs/mode.h"
 #include "util/util.h"
 
 #define BH_DEF_CACHE BH_DEFAULT_CACHE_BLOCKS
@@ -90,10 +91,25 @@ struct bh_run {
                                       bh_params_end stops the init */
 };
 
-static const char *const bh_modes[] = {
-    UBJ_MODE_UBJ, UBJ_MODE_ORDERED, UBJ_MODE_JOURNAL, UBJ_MODE_WRITEBACK,
-    UBJ_MODE_NONE, NULL
-};
+/* bh_nvm -- does mode `name` (of the registry, ubjfs/mode.h) need an NVM
+ * region? */
+static bool bh_nvm(const char *name)
+{
+    const struct ubj_mode_info *m = ubj_mode_lookup(name);
+    return m != NULL && m->needs == UBJ_MODE_NEEDS_NVM;
+}
+
+/* bh_known_modes -- "ubj, ordered, ...": the registry's modes, the
+ * crash-consistent ones first, into buf. */
+static const char *bh_known_modes(char *buf, size_t len)
+{
+    const struct ubj_mode_info *v[32];
+    size_t n = ubj_mode_list(0, UBJ_MODE_ORDER_CONSISTENT_FIRST, v, 32);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && i < 32; i++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? ", " : "", v[i]->name);
+    return buf;
+}
 
 /* ---- accessors for workloads -------------------------------------------- */
 
@@ -381,13 +397,12 @@ static int run_check_cfg(struct bh_run *r, const char *wname,
         return ubj_set_error(-EINVAL, "bench: unknown workload '%s' (known: %s)",
                              wname ? wname : "(none)", known);
     }
-    bool mode_ok = false;
-    for (unsigned i = 0; cfg->mode != NULL && bh_modes[i] != NULL; i++)
-        mode_ok |= strcmp(cfg->mode, bh_modes[i]) == 0;
-    if (!mode_ok)
-        return ubj_set_error(-EINVAL, "bench: unknown mode '%s' (known: ubj, "
-                             "ordered, journal, writeback, none)",
-                             cfg->mode ? cfg->mode : "(none)");
+    if (ubj_mode_lookup(cfg->mode) == NULL) {
+        char known[256];
+        return ubj_set_error(-EINVAL, "bench: unknown mode '%s' (known: %s)",
+                             cfg->mode ? cfg->mode : "(none)",
+                             bh_known_modes(known, sizeof known));
+    }
     r->prm = *in;
     if (r->prm.procs == 0)
         r->prm.procs = r->wl->default_procs ? r->wl->default_procs : 1;
@@ -490,7 +505,7 @@ static int run_format_mount(struct bh_run *r)
         .now = virt ? run_now : NULL,
         .now_ctx = r,
     };
-    if (strcmp(cfg->mode, UBJ_MODE_UBJ) == 0) {
+    if (bh_nvm(cfg->mode)) {
         rc = run_nvm_dir(r);
         if (rc < 0)
             return rc;
@@ -847,7 +862,7 @@ static void run_metrics(struct bh_run *r, const struct run_base *b,
     snprintf(out->mode, sizeof out->mode, "%s", cfg->mode);
     snprintf(out->device, sizeof out->device, "%s", cfg->device ? cfg->device : "ram");
     snprintf(out->nvm_profile, sizeof out->nvm_profile, "%s",
-             strcmp(cfg->mode, UBJ_MODE_UBJ) != 0 ? "-" :
+             !bh_nvm(cfg->mode) ? "-" :
              cfg->nvm_profile ? cfg->nvm_profile : BH_DEFAULT_NVM_PROFILE);
     out->cache_blocks = cfg->cache_blocks ? cfg->cache_blocks : BH_DEF_CACHE;
     out->procs = r->prm.procs;

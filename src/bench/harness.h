@@ -64,7 +64,7 @@ struct bh_params {
 /* struct bh_config -- one run. */
 struct bh_config {
     const char *workload;        /* a bh_workloads[] name */
-    const char *mode;            /* "ubj", "ordered", "journal", "writeback", "none" */
+    const char *mode;            /* a mode of the registry (ubjfs/mode.h) */
     const char *device;          /* ubj_bdev_open_spec() spec for the image,
                                     e.g. "ssd:sata" or "hdd:modern7200"
                                     (leaf: RAM of image_blocks); NULL = "ram" */

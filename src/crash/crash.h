@@ -160,7 +160,7 @@ void cx_close_all(struct ubj_fs *fs, struct cx_opens *o);
 /* ---- the engine (engine.c) -------------------------------------------- */
 
 struct cx_config {
-    const char *mode;        /* "ubj", "ordered", "journal", "writeback", "none" */
+    const char *mode;        /* a mode of the registry (ubjfs/mode.h) */
     unsigned k;              /* enumerate every subset up to k writes / lines (4) */
     unsigned samples;        /* random states per point beyond that (6) */
     uint64_t seed;           /* states and tearing (1) */

@@ -4,6 +4,8 @@
  * point, and checks each one with the oracle (oracle.c).
  *
  * One exploration (cx_explore) of workload W in mode M:
+ *   0. M's promises and needs, from the mode registry, choose the
+ *      exploration and the oracle (ex_promises).
  *   1. base: a RAM image formatted in M (mode ubj: and a region), the
  *      setup ops applied, unmounted: the starting pair, kept in memory.
  *   2. reference: for each j = 0..n, the base with ops 1..j applied and
@@ -50,6 +52,7 @@
 #include "crash/crash.h"
 #include "txn/journal.h"
 #include "txn/ubj.h"
+#include "ubjfs/mode.h"
 #include "ubjfs/nvm.h"
 #include "ubjfs/ubjfs.h"
 #include "util/util.h"
@@ -81,7 +84,7 @@ struct ex {
     const struct cx_config *cfg;
     const struct cx_workload *w;
     struct cx_result *res;
-    int ubj, data;
+    int nvm, log, data;              /* ex_promises */
     uint8_t *base, *base_region;
     size_t region_size;
     char reg_run[256], reg_crash[256], reg_ref[256], reg_nest[256], reg_nest2[256];
@@ -213,7 +216,9 @@ static uint64_t ex_rand(uint64_t *x)
 void cx_config_default(struct cx_config *c)
 {
     memset(c, 0, sizeof *c);
-    c->mode = UBJ_MODE_UBJ;
+    const struct ubj_mode_info *m = NULL;   /* the first of the default set */
+    ubj_mode_list(UBJ_MODE_F_CRASH_DEFAULT, UBJ_MODE_ORDER_REGISTRY, &m, 1);
+    c->mode = m ? m->name : NULL;
     c->k = 4;
     c->samples = 6;
     c->seed = 1;
@@ -260,7 +265,7 @@ static struct ubj_config ex_mount_cfg(const struct ex *x, const char *path, unsi
 {
     struct ubj_config c = { .mode = x->cfg->mode, .cache_blocks = x->cfg->cache,
                             .flags = UBJ_MOUNT_NO_TIMER, .now = ex_now };
-    if (x->ubj) {
+    if (x->nvm) {
         c.nvm_path = path;
         c.nvm_flags = nf;
     }
@@ -305,7 +310,7 @@ static int ex_ram_from(const struct ex *x, const uint8_t *buf, struct ubj_bdev *
 /* ex_mark_now -- the markers at this instant. */
 static void ex_mark_now(const struct ex *x, struct ubj_bdev *rec, struct ex_mark *m)
 {
-    m->d = x->ubj ? ubj_nvm_shadow_points(x->sh) : 0;
+    m->d = x->nvm ? ubj_nvm_shadow_points(x->sh) : 0;
     m->w = ubj_bdev_record_writes(rec);
     m->f = ubj_bdev_record_flushes(rec);
 }
@@ -341,15 +346,12 @@ static int ex_base(struct ex *x)
     int rc = ubj_bdev_ram_create(x->cfg->nblocks, &dev);
     if (rc < 0)
         return rc;
-    int jmode = strcmp(x->cfg->mode, UBJ_MODE_ORDERED) == 0 ||
-                strcmp(x->cfg->mode, UBJ_MODE_JOURNAL) == 0 ||
-                strcmp(x->cfg->mode, UBJ_MODE_WRITEBACK) == 0;
     struct ubj_format_opts fo = { .mode = x->cfg->mode, .flags = UBJ_FORMAT_ZEROED,
-                                  .journal_blocks = jmode ? 64 : 0 };
+                                  .journal_blocks = x->log ? 64 : 0 };
     memcpy(fo.uuid, "ubjfs-crashtest!", 16);   /* reproducible (hash seed) */
     rc = ubj_format(dev, &fo);
     struct ubj_config mc = ex_mount_cfg(x, x->reg_run, UBJ_NVM_FORMAT);
-    if (x->ubj)
+    if (x->nvm)
         unlink(x->reg_run);
     if (rc == 0 && (rc = ubj_mount(dev, &mc, &fs)) == 0) {
         struct cx_opens o = { .n = 0 };
@@ -370,7 +372,7 @@ static int ex_base(struct ex *x)
         rc = -ENOMEM;
     if (rc == 0)
         rc = ubj_bdev_read(dev, 0, x->cfg->nblocks, x->base);
-    if (rc == 0 && x->ubj)
+    if (rc == 0 && x->nvm)
         rc = ex_file_get(x->reg_run, &x->base_region, &x->region_size);
     ubj_bdev_destroy(dev);
     return rc;
@@ -385,7 +387,7 @@ static int ex_reference(struct ex *x)
         struct ubj_fs *fs;
         if ((rc = ex_ram_from(x, x->base, &dev)) < 0)
             break;
-        if (x->ubj)
+        if (x->nvm)
             rc = ex_file_put(x->reg_ref, x->base_region, x->region_size);
         struct ubj_config mc = ex_mount_cfg(x, x->reg_ref, 0);
         if (rc == 0 && (rc = ubj_mount(dev, &mc, &fs)) == 0) {
@@ -423,13 +425,13 @@ static int ex_run(struct ex *x, uint64_t arm, int first)
     int rc = ex_ram_from(x, x->base, &ram);
     if (rc == 0 && (rc = ubj_bdev_record_create(ram, &x->rec)) < 0)
         ubj_bdev_destroy(ram);
-    if (rc == 0 && x->ubj)
+    if (rc == 0 && x->nvm)
         rc = ex_file_put(x->reg_run, x->base_region, x->region_size);
     if (rc < 0)
         return rc;
     x->res->runs++;
     struct ubj_config mc = ex_mount_cfg(x, x->reg_run, 0);
-    if (x->ubj) {
+    if (x->nvm) {
         ubj_nvm_shadow_arm(x->sh, arm, ex_on_capture, x);
         ubj_nvm_shadow_install(x->sh);
     }
@@ -463,7 +465,7 @@ static int ex_run(struct ex *x, uint64_t arm, int first)
     int u = ubj_unmount(fs);
     ex_breaking(0);
     rc = rc ? rc : u;
-    if (rc == 0 && x->ubj) {
+    if (rc == 0 && x->nvm) {
         uint64_t p = ubj_nvm_shadow_points(x->sh);
         if (first)
             x->points = p;
@@ -1184,35 +1186,67 @@ static void ex_cleanup(struct ex *x)
     ex_breaking(0);
 }
 
+/*
+ * ex_promises -- what mode m (include/ubjfs/mode.h) makes the explorer do,
+ * from the registry's data alone:
+ *   needs an NVM region  -> its states are NVM fences (ex_explore_ubj) with
+ *                           the region shadowed; else flush epochs;
+ *   needs a log area     -> the base image gets a 64-block one;
+ *   data exact           -> CX_DATA_EXACT (oracle.c compares contents);
+ *   data ordered         -> CX_DATA_ORDERED (later versions of a cell too;
+ *                           zeros after a truncate, ex_data);
+ *   data unspecified     -> CX_DATA_ANY (contents not compared);
+ *   metadata prefix      -> the prefix oracle: a state j in [lo, hi];
+ *   metadata none        -> the same oracle: its failures are what the mode
+ *                           does not promise (none: crashtest reports them);
+ *   metadata integrity-only -> no oracle yet: -ENOTSUP.
+ */
+static int ex_promises(struct ex *x, const struct ubj_mode_info *m)
+{
+    if (m->promises.meta == UBJ_MODE_META_INTEGRITY)
+        return ubj_set_error(-ENOTSUP, "crash explorer: mode %s: no oracle for "
+                             "integrity-only metadata", m->name);
+    x->nvm = m->needs == UBJ_MODE_NEEDS_NVM;
+    x->log = m->needs == UBJ_MODE_NEEDS_LOG;
+    x->data = m->promises.data == UBJ_MODE_DATA_ORDERED ? CX_DATA_ORDERED
+            : m->promises.data == UBJ_MODE_DATA_UNSPECIFIED ? CX_DATA_ANY : CX_DATA_EXACT;
+    return 0;
+}
+
 /* cx_explore -- explore workload w in cfg->mode. */
 int cx_explore(const struct cx_config *cfg, const struct cx_workload *w,
                struct cx_result *res)
 {
     if (cfg == NULL || w == NULL || res == NULL || cfg->mode == NULL)
         return ubj_set_error(-EINVAL, "crash explorer: NULL argument");
+    const struct ubj_mode_info *m = ubj_mode_lookup(cfg->mode);
+    if (m == NULL)
+        return ubj_set_error(-EINVAL, "crash explorer: unknown mode \"%s\"", cfg->mode);
     struct ex *x = calloc(1, sizeof *x);
     if (x == NULL)
         return -ENOMEM;
     x->cfg = cfg;
     x->w = w;
     x->res = res;
-    x->ubj = strcmp(cfg->mode, UBJ_MODE_UBJ) == 0;
-    x->data = strcmp(cfg->mode, UBJ_MODE_ORDERED) == 0 ? CX_DATA_ORDERED
-            : strcmp(cfg->mode, UBJ_MODE_WRITEBACK) == 0 ? CX_DATA_ANY : CX_DATA_EXACT;
+    int prc = ex_promises(x, m);
+    if (prc < 0) {
+        free(x);
+        return prc;
+    }
     x->rng = cfg->seed ^ ex_workload_hash(w) ^
              ((uint64_t)ubj_crc32c(7, cfg->mode, strlen(cfg->mode)) << 32);
     ex_paths(x);
     ubj_ubj_test_limits(250, 300);       /* commits and checkpoints often */
     ex_breaking(0);
     int rc = ubj_bdev_ram_create(cfg->nblocks, &x->img);
-    if (rc == 0 && x->ubj)
+    if (rc == 0 && x->nvm)
         rc = ubj_nvm_shadow_new(&x->sh);
     if (rc == 0)
         rc = ex_base(x);
     if (rc == 0)
         rc = ex_reference(x);
     if (rc == 0)
-        rc = x->ubj ? ex_explore_ubj(x) : ex_explore_epochs(x);
+        rc = x->nvm ? ex_explore_ubj(x) : ex_explore_epochs(x);
     ubj_ubj_test_limits(0, 0);
     ex_cleanup(x);
     free(x);

@@ -74,6 +74,7 @@
 #include <sys/stat.h>
 #include "fs/fs.h"
 #include "txn/journal.h"     /* journal replay before the passes */
+#include "txn/registry.h"    /* the modes an image may record */
 #include "ubjfs/nvm.h"        /* is the device an image+region overlay */
 #include "fs/check_int.h"
 
@@ -179,7 +180,7 @@ static void ck_super_fields(struct ck *ck)
         sb->root_ino = UBJ_ROOT_INO;
         ck->sb_dirty = true;
     }
-    if (sb->mode > UBJ_FMT_MODE_WRITEBACK)   /* none, ubj, ordered, journal, writeback */
+    if (ubj_registry_by_code(sb->mode) == NULL)   /* src/txn/registry.c */
         ck_problem(ck, false, "superblock: unknown consistency mode %u", sb->mode);
     if (sb->state & ~known) {
         ck_problem(ck, true, "superblock: unknown state bits 0x%x",

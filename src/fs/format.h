@@ -51,12 +51,8 @@ static_assert(sizeof(struct ubj_blkhdr) == 16, "blkhdr");
 #define UBJ_STATE_MOUNTED 2u   /* mounted (or crashed while mounted) */
 #define UBJ_STATE_ERRORS  4u   /* an error was seen: run fsck */
 
-/* Consistency mode recorded at mkfs (default for mount). */
-#define UBJ_FMT_MODE_NONE 0u
-#define UBJ_FMT_MODE_UBJ  1u   /* NVM-resident cache, commit in place (docs/UBJ.md) */
-#define UBJ_FMT_MODE_ORDERED   2u  /* journal: data home before metadata commits (docs/JOURNAL.md) */
-#define UBJ_FMT_MODE_JOURNAL   3u  /* journal: data and metadata through the log */
-#define UBJ_FMT_MODE_WRITEBACK 4u  /* journal: metadata only, data unordered */
+/* The consistency mode recorded at mkfs (default for mount) is a code of
+ * the mode registry (src/txn/registry.h), which alone pairs codes and modes. */
 
 struct ubj_super {
     struct ubj_blkhdr hdr;       /*   0 magic UBJ_MAGIC_SUPER, blkno 0 */
@@ -81,7 +77,7 @@ struct ubj_super {
     uint64_t free_inodes;        /* 160 free inode count */
     uint64_t root_ino;           /* 168 UBJ_ROOT_INO (1) */
     uint64_t orphan_head;        /* 176 first inode of the orphan list, 0 = empty */
-    uint32_t mode;               /* 184 UBJ_FMT_MODE_* */
+    uint32_t mode;               /* 184 mode code (src/txn/registry.h) */
     uint32_t state;              /* 188 UBJ_STATE_* */
     int64_t  mkfs_time;          /* 192 seconds since the epoch */
     int64_t  mount_time;         /* 200 */
@@ -95,7 +91,7 @@ struct ubj_super {
                                     MOUNTED and mount_mode ubj, that
                                     region holds committed blocks the
                                     image may lack (docs/UBJ.md) */
-    uint32_t mount_mode;         /* 264 UBJ_FMT_MODE_* of that mount */
+    uint32_t mount_mode;         /* 264 mode code of that mount */
     uint32_t pad0;               /* 268 zero */
     uint64_t nvm_gen;            /* 272 mode ubj: that mount's generation,
                                     also stored in the region; a region

@@ -32,6 +32,7 @@
 #include <uuid/uuid.h>
 #include "fs/fs.h"
 #include "txn/journal.h"     /* the journal area: format, other modes' mount */
+#include "txn/registry.h"    /* mode names <-> on-disk codes */
 #include "txn/ubj.h"         /* the region a ubj mount attached (its id) */
 #include "ubjfs/model.h"      /* ubj_model_async_*: the timer's I/O */
 
@@ -48,34 +49,19 @@
 #define SUPER_STATE_KNOWN (UBJ_STATE_CLEAN | UBJ_STATE_MOUNTED | UBJ_STATE_ERRORS)
 #define SUPER_CREDITS 4u                 /* superblock + slack */
 
-/* Consistency modes an image may record: name <-> UBJ_FMT_MODE_*. */
-static const struct super_mode_name {
-    const char *name;
-    uint32_t fmt;
-} super_modes[] = {
-    { UBJ_MODE_NONE, UBJ_FMT_MODE_NONE },
-    { UBJ_MODE_UBJ, UBJ_FMT_MODE_UBJ },
-    { UBJ_MODE_ORDERED, UBJ_FMT_MODE_ORDERED },
-    { UBJ_MODE_JOURNAL, UBJ_FMT_MODE_JOURNAL },
-    { UBJ_MODE_WRITEBACK, UBJ_FMT_MODE_WRITEBACK },
-};
-
-/* super_mode_by_name -- the recorded number of mode `name`; -1 if unknown. */
+/* super_mode_by_name -- the recorded code of mode `name`; -1 if unknown
+ * (the mode registry, src/txn/registry.c). */
 static int64_t super_mode_by_name(const char *name)
 {
-    for (size_t i = 0; i < sizeof super_modes / sizeof super_modes[0]; i++)
-        if (strcmp(super_modes[i].name, name) == 0)
-            return super_modes[i].fmt;
-    return -1;
+    const struct ubj_mode_entry *e = ubj_registry_by_name(name);
+    return e ? (int64_t)e->code : -1;
 }
 
 /* super_mode_by_fmt -- the name of recorded mode `fmt`; NULL if unknown. */
 static const char *super_mode_by_fmt(uint32_t fmt)
 {
-    for (size_t i = 0; i < sizeof super_modes / sizeof super_modes[0]; i++)
-        if (super_modes[i].fmt == fmt)
-            return super_modes[i].name;
-    return NULL;
+    const struct ubj_mode_entry *e = ubj_registry_by_code(fmt);
+    return e ? e->info.name : NULL;
 }
 
 /* super_div_up -- ceil(a / b) without overflow (b > 0). */

@@ -188,7 +188,7 @@ static int bench_setup(const struct bench_args *a, struct bench_run *r)
         return bench_fail("format", rc);
     struct ubj_config cfg = { .mode = a->mode, .cache_blocks = a->cache_blocks,
                               .flags = UBJ_MOUNT_NO_TIMER };
-    if (a->mode != NULL && strcmp(a->mode, UBJ_MODE_UBJ) == 0) {
+    if (tools_mode_needs(a->mode, UBJ_MODE_NEEDS_NVM)) {
         snprintf(r->region, sizeof r->region, "%s/ubjfs-bench-micro-%d.nvm",
                  a->nvm_dir, (int)getpid());
         cfg.nvm_path = r->region;
@@ -573,13 +573,18 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
 /* bench_overview -- `ubjfs bench --help`: every benchmark. */
 static int bench_overview(void)
 {
+    char heads[256], text[512];
+    tools_mode_names(UBJ_MODE_F_HEADLINE, -1, UBJ_MODE_ORDER_BASELINES_FIRST, ", ", ", ",
+                     heads, sizeof heads);
+    snprintf(text, sizeof text, "the headline experiment: modes %s on postmark, "
+             "varmail, fileserver, iozone, on an SSD and an HDD model (docs/RESULTS.md)",
+             heads);
     printf("Usage: ubjfs bench [--quick] [--results DIR] [OPTIONS]\n"
            "       ubjfs bench run [OPTIONS]\n"
            "       ubjfs bench micro|ubj|modes [OPTIONS]\n\n"
-           "  (none), headline  the headline experiment: modes ordered, journal,\n"
-           "                    ubj, none on postmark, varmail, fileserver, iozone,\n"
-           "                    on an SSD and an HDD model (docs/RESULTS.md)\n"
-           "  run               the evaluation harness: any workloads x modes x\n"
+           "  (none), headline  ");
+    tools_wrap(stdout, text, 20, 20, 72);
+    printf("  run               the evaluation harness: any workloads x modes x\n"
            "                    device profiles; table, CSV, JSON, plots\n"
            "  micro             single-thread operation rates of the library\n"
            "  ubj               mode ubj: append+fsync latency, recovery, ubj vs none\n"

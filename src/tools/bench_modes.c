@@ -2,8 +2,11 @@
  * bench_modes.c -- `ubjfs bench modes`: the figures of issue 4, item 8 (a
  * benchmark, not a timed test; docs/PERFORMANCE.md records them).
  *
- * For each consistency mode -- none, ordered, journal, writeback, the two
- * journal modes with async commit, and ubj -- on a freshly formatted image
+ * For each consistency mode of the registry (ubjfs/mode.h) -- those needing
+ * nothing, those with a log area, the ones flagged UBJ_MODE_F_BENCH_ASYNC
+ * again with async commit ("-async"), and those with an NVM region (today:
+ * none, ordered, journal, writeback, ordered-async, journal-async, ubj) --
+ * on a freshly formatted image
  * (a file by default, so that a device flush is a real fdatasync; written
  * through once first so that the host has it allocated): N appends of
  * 4 KiB to one file, each followed by fsync.  Reported per mode:
@@ -41,25 +44,56 @@
 #include "ubjfs/model.h"
 #include "tools.h"
 
-#define BM_MAXMODES 8u
+#define BM_MAXMODES 16u
 
 /* One configuration: a mode and its format flags. */
 struct bm_mode {
     const char *label;       /* column header */
-    const char *mode;        /* UBJ_MODE_* */
+    const char *mode;        /* a mode name of the registry */
     unsigned fmt_flags;      /* UBJ_FORMAT_JOURNAL_ASYNC */
 };
 
-static const struct bm_mode bm_all[] = {
-    { "none", UBJ_MODE_NONE, 0 },
-    { "ordered", UBJ_MODE_ORDERED, 0 },
-    { "journal", UBJ_MODE_JOURNAL, 0 },
-    { "writeback", UBJ_MODE_WRITEBACK, 0 },
-    { "ordered-async", UBJ_MODE_ORDERED, UBJ_FORMAT_JOURNAL_ASYNC },
-    { "journal-async", UBJ_MODE_JOURNAL, UBJ_FORMAT_JOURNAL_ASYNC },
-    { "ubj", UBJ_MODE_UBJ, 0 },
-};
-#define BM_NALL (sizeof bm_all / sizeof bm_all[0])
+static struct bm_mode bm_all[BM_MAXMODES];   /* bm_modes_init */
+static size_t bm_nall;
+static char bm_labels[BM_MAXMODES][40];     /* the "-async" labels */
+
+/* bm_modes_init -- the configurations, from the registry: every mode in
+ * UBJ_MODE_ORDER_NEEDS, the async variants right after the last mode with
+ * a log area. */
+static void bm_modes_init(void)
+{
+    const struct ubj_mode_info *v[BM_MAXMODES];
+    size_t n = ubj_mode_list(0, UBJ_MODE_ORDER_NEEDS, v, BM_MAXMODES);
+    bm_nall = 0;
+    for (size_t i = 0; i < n && i < BM_MAXMODES && bm_nall < BM_MAXMODES; i++) {
+        bm_all[bm_nall++] = (struct bm_mode){ v[i]->name, v[i]->name, 0 };
+        if (v[i]->needs != UBJ_MODE_NEEDS_LOG ||
+            (i + 1 < n && v[i + 1]->needs == UBJ_MODE_NEEDS_LOG))
+            continue;
+        for (size_t j = 0; j < n && bm_nall < BM_MAXMODES; j++) {
+            if (!(v[j]->flags & UBJ_MODE_F_BENCH_ASYNC))
+                continue;
+            snprintf(bm_labels[bm_nall], sizeof bm_labels[0], "%s-async", v[j]->name);
+            bm_all[bm_nall] = (struct bm_mode){ bm_labels[bm_nall], v[j]->name,
+                                                UBJ_FORMAT_JOURNAL_ASYNC };
+            bm_nall++;
+        }
+    }
+}
+
+/* bm_labels_list -- every label, then "recovery", joined by ", ". */
+static const char *bm_labels_list(char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i <= bm_nall && at < len; i++) {
+        int m = snprintf(buf + at, len - at, "%s%s", i ? ", " : "",
+                         i < bm_nall ? bm_all[i].label : "recovery");
+        at += m > 0 ? (size_t)m : 0;
+    }
+    return buf;
+}
+#define BM_NALL bm_nall
 
 struct bm_args {
     uint64_t ops, size;
@@ -110,12 +144,15 @@ static void bm_usage(void)
            "      --clock KIND     the models' clock: virtual (default) or real\n"
            "      --nvm-profile P  mode ubj: NVM cost model (dram, sttmram, pcm)\n"
            "      --nvm-dir DIR    where mode ubj's region goes (default /dev/shm)\n"
-           "  -m, --modes LIST     comma-separated subset of: none, ordered, journal,\n"
-           "                       writeback, ordered-async, journal-async, ubj,\n"
-           "                       recovery\n"
-           "      --csv            mode,name,value lines\n"
+           , tools_prog);
+    char list[512], text[600];
+    snprintf(text, sizeof text, "comma-separated subset of: %s",
+             bm_labels_list(list, sizeof list));
+    printf("  -m, --modes LIST     ");
+    tools_wrap(stdout, text, 23, 23, 76);
+    printf("      --csv            mode,name,value lines\n"
            "      --help           print this help\n\n"
-           "Exit status: 0, 1 error, 2 usage.\n", tools_prog);
+           "Exit status: 0, 1 error, 2 usage.\n");
 }
 
 /* bm_parse_model -- --device, --clock, --nvm-profile.  -1 to go on,
@@ -143,10 +180,11 @@ static int bm_check_modes(const char *list)
         bool ok = len == 8 && strncmp(p, "recovery", 8) == 0;
         for (size_t i = 0; !ok && i < BM_NALL; i++)
             ok = strlen(bm_all[i].label) == len && strncmp(p, bm_all[i].label, len) == 0;
-        if (!ok)
-            return tools_usage_err("unknown mode '%.*s' in --modes (none, ordered, journal, "
-                                   "writeback, ordered-async, journal-async, ubj, recovery)",
-                                   (int)len, p);
+        if (!ok) {
+            char known[512];
+            return tools_usage_err("unknown mode '%.*s' in --modes (%s)", (int)len, p,
+                                   bm_labels_list(known, sizeof known));
+        }
         if (p[len] == '\0')
             return -1;
         p += len + 1;
@@ -354,7 +392,7 @@ static int bm_one(const struct bm_args *a, const struct bm_mode *m, struct bm_re
                                   (a->file ? 0 : UBJ_FORMAT_ZEROED) };
     struct ubj_config cfg = { .mode = m->mode, .cache_blocks = a->cache_blocks,
                               .flags = UBJ_MOUNT_NO_TIMER };
-    if (strcmp(m->mode, UBJ_MODE_UBJ) == 0) {
+    if (tools_mode_needs(m->mode, UBJ_MODE_NEEDS_NVM)) {
         snprintf(region, sizeof region, "%s/ubjfs-bench-modes-%d.nvm", a->nvm_dir,
                  (int)getpid());
         cfg.nvm_path = region;
@@ -543,6 +581,7 @@ static void bm_table(const struct bm_args *a, const bool *done,
 /* tools_bench_modes_main -- `ubjfs bench modes`. */
 int tools_bench_modes_main(int argc, char **argv)
 {
+    bm_modes_init();
     struct bm_args a = { .ops = 2000, .size = 256u << 20, .cache_blocks = 16384,
                          .nvm_dir = "/dev/shm" };
     const char *tmp = getenv("TMPDIR");
@@ -554,8 +593,8 @@ int tools_bench_modes_main(int argc, char **argv)
         free(a.models);
         return ret;
     }
-    bool done[BM_NALL] = { false };
-    struct bm_result res[BM_NALL];
+    bool done[BM_MAXMODES] = { false };
+    struct bm_result res[BM_MAXMODES];
     ret = TOOLS_EXIT_OK;
     if (a.file != NULL && bm_prefill(&a) < 0) {
         free(a.models);

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bench_out.h"
+#include "ubjfs/mode.h"
 
 #define BOUT_MIB (1024.0 * 1024.0)
 #define BOUT_PATH 4096
@@ -37,7 +38,6 @@ static const char *const bout_opnames[BH_OP_NR] = {
     "fsync", "stat", "rename", "readdir", "other",
 };
 
-static const char *const bout_dens[] = { "ordered", "journal" };
 
 /* How long gnuplot may take (ms) before it is killed; a variable so that
  * the tests can shorten it. */
@@ -248,6 +248,17 @@ static int bout_ratio_body(FILE *f, const struct tools_bout_row *rows, size_t n,
     free(rt);
     free(cnt);
     return 0;
+}
+
+/* tools_bout_ratio_modes -- the subject and baseline modes of the registry. */
+size_t tools_bout_ratio_modes(const char **num, const char **dens, size_t max)
+{
+    const struct ubj_mode_info *s = NULL, *v[32];
+    *num = ubj_mode_list(UBJ_MODE_F_SUBJECT, UBJ_MODE_ORDER_REGISTRY, &s, 1) ? s->name : "";
+    size_t n = ubj_mode_list(UBJ_MODE_F_BASELINE, UBJ_MODE_ORDER_REGISTRY, v, 32);
+    for (size_t i = 0; i < n && i < max && i < 32; i++)
+        dens[i] = v[i]->name;
+    return n < max ? n : max;
 }
 
 /* tools_bout_ratio_table -- num over each den, per pair, then the means. */
@@ -533,9 +544,10 @@ int tools_bout_json(FILE *f, const struct tools_bout_meta *meta,
         fputs(i + 1 < n ? ",\n" : "\n", f);
     }
     fputs("  ],\n  \"ratios\": {\n", f);
-    size_t nd = sizeof bout_dens / sizeof bout_dens[0];
+    const char *num, *dens[8];
+    size_t nd = tools_bout_ratio_modes(&num, dens, 8);
     for (size_t j = 0; j < nd; j++) {
-        int rc = bout_json_pairs(f, rows, n, "ubj", bout_dens[j], j + 1 == nd);
+        int rc = bout_json_pairs(f, rows, n, num, dens[j], j + 1 == nd);
         if (rc < 0)
             return rc;
     }

@@ -84,6 +84,12 @@ size_t tools_bout_ratios(const struct tools_bout_row *rows, size_t n,
 void tools_bout_mean(const struct tools_bout_ratio *r, size_t n,
                      struct tools_bout_mean *m);
 
+/* tools_bout_ratio_modes -- the modes the ratios compare, from the mode
+ * registry (ubjfs/mode.h): *num the UBJ_MODE_F_SUBJECT mode ("" if none),
+ * dens[0..max) the UBJ_MODE_F_BASELINE modes in registry order; returns
+ * how many dens were stored. */
+size_t tools_bout_ratio_modes(const char **num, const char **dens, size_t max);
+
 /* tools_bout_ratio_table -- the ratios of `num` over each of dens[0..ndens)
  * on f, per workload and device, then the geometric and the arithmetic
  * mean.  Prints nothing (and returns 0) when no pair exists. */

@@ -50,9 +50,7 @@ static const struct brun_preset brun_presets[] = {
 };
 #define BRUN_NPRESETS (sizeof brun_presets / sizeof brun_presets[0])
 
-static const char *const brun_def_modes[] = { "ordered", "journal", "ubj", "none" };
 static const char *const brun_def_devices[] = { "ssd:sata", "hdd:modern7200" };
-static const char *const brun_dens[] = { "ordered", "journal" };
 
 struct brun_list {
     const char *v[BRUN_MAX_LIST];
@@ -85,6 +83,16 @@ struct brun_prog {
 /* brun_usage -- the --help text. */
 static void brun_usage(void)
 {
+    const char *num, *dens[8];
+    size_t nd = tools_bout_ratio_modes(&num, dens, 8);
+    char over[256] = "", heads[256], headc[256];
+    for (size_t i = 0; i < nd; i++)
+        snprintf(over + strlen(over), sizeof over - strlen(over), "%s%s",
+                 i == 0 ? "" : i + 1 == nd ? " and over " : ", over ", dens[i]);
+    tools_mode_names(UBJ_MODE_F_HEADLINE, -1, UBJ_MODE_ORDER_BASELINES_FIRST, ", ", ", ",
+                     heads, sizeof heads);
+    tools_mode_names(UBJ_MODE_F_HEADLINE, -1, UBJ_MODE_ORDER_BASELINES_FIRST, ",", ",",
+                     headc, sizeof headc);
     printf("Usage: %s run [OPTIONS]\n"
            "       %s [headline] [--quick] [--results DIR] [OPTIONS]\n"
            "Run the evaluation harness: every workload x mode x device profile, each\n"
@@ -92,11 +100,11 @@ static void brun_usage(void)
            "row per run (transactions, elapsed time, txn/s, p50/p99 response time,\n"
            "storage MiB written as data/metadata/journal plus, of data + metadata,\n"
            "the checkpoints' share; NVM MiB, device flushes, energy, cache hit %%),\n"
-           "then the ratios of mode ubj over ordered and over journal (throughput\n"
+           "then the ratios of mode %s over %s (throughput\n"
            "and elapsed time, per workload and device, with their geometric and\n"
            "arithmetic means).\n\n"
            "With no arguments (or 'headline'), the headline experiment of\n"
-           "docs/RESULTS.md: modes ordered, journal, ubj, none; workloads postmark,\n"
+           "docs/RESULTS.md: modes %s; workloads postmark,\n"
            "varmail, fileserver, iozone at embedded scales; devices ssd:sata and\n"
            "hdd:modern7200; results.csv, results.json, table.txt and SVG plots go to\n"
            "--results DIR (default $UBJFS_RESULTS, else ./ubjfs-results).\n\n"
@@ -104,7 +112,7 @@ static void brun_usage(void)
            "  -w, --workload NAME[,NAME..]  workloads (repeatable; 'all'); run default:\n"
            "                        the headline's four\n"
            "  -m, --mode MODE[,MODE..]      consistency modes (repeatable; default\n"
-           "                        ordered,journal,ubj,none)\n"
+           "                        %s)\n"
            "  -d, --device SPEC     device profile stack, e.g. ssd:sata, ssd:emmc,\n"
            "                        ssd:nvme, hdd:modern7200, hdd:hp_c2249a, nand:slc\n"
            "                        (repeatable; default ssd:sata and hdd:modern7200)\n"
@@ -142,7 +150,7 @@ static void brun_usage(void)
            "Output files and directories are created and checked before the first run.\n"
            "In virtual time the same command gives the same counters.\n"
            "Exit status: 0 done, 1 a run or an output failed, 2 usage error.\n",
-           tools_prog, tools_prog);
+           tools_prog, tools_prog, num, over, heads, headc);
 }
 
 /* brun_now -- monotonic seconds. */
@@ -427,9 +435,13 @@ static int brun_defaults(struct brun_args *a)
     if (a->wl.n == 0)
         for (size_t i = 0; i < BRUN_NPRESETS; i++)
             a->wl.v[a->wl.n++] = brun_presets[i].workload;
-    if (a->modes.n == 0)
-        for (size_t i = 0; i < sizeof brun_def_modes / sizeof *brun_def_modes; i++)
-            a->modes.v[a->modes.n++] = brun_def_modes[i];
+    if (a->modes.n == 0) {   /* the registry's headline set */
+        const struct ubj_mode_info *m[BRUN_MAX_LIST];
+        size_t nm = ubj_mode_list(UBJ_MODE_F_HEADLINE, UBJ_MODE_ORDER_BASELINES_FIRST,
+                                  m, BRUN_MAX_LIST);
+        for (size_t i = 0; i < nm && i < BRUN_MAX_LIST; i++)
+            a->modes.v[a->modes.n++] = m[i]->name;
+    }
     if (a->devs.n == 0)
         for (size_t i = 0; i < sizeof brun_def_devices / sizeof *brun_def_devices; i++)
             a->devs.v[a->devs.n++] = brun_def_devices[i];
@@ -606,9 +618,11 @@ static int brun_report(FILE *f, const struct brun_args *a, const struct tools_bo
 {
     brun_banner(f, a);
     int rc = tools_bout_table(f, rows, n);
-    if (rc == 0)
-        rc = tools_bout_ratio_table(f, rows, n, "ubj", brun_dens,
-                                    sizeof brun_dens / sizeof brun_dens[0]);
+    if (rc == 0) {
+        const char *num, *dens[8];
+        size_t nd = tools_bout_ratio_modes(&num, dens, 8);
+        rc = tools_bout_ratio_table(f, rows, n, num, dens, nd);
+    }
     if (a->quick)
         fputs("note: --quick runs at a tiny scale as a smoke test; its figures are not "
               "results (ratios like these mean nothing: run 'ubjfs bench')\n", f);

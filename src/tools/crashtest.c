@@ -36,6 +36,10 @@ struct ct_opts {
 /* ct_usage -- the --help text. */
 static void ct_usage(void)
 {
+    char all[256], def[256];
+    tools_mode_names(0, -1, UBJ_MODE_ORDER_CONSISTENT_FIRST, ", ", " or ", all, sizeof all);
+    tools_mode_names(UBJ_MODE_F_CRASH_DEFAULT, -1, UBJ_MODE_ORDER_REGISTRY, ", ", ", ",
+                     def, sizeof def);
     printf("Usage: %s [options]\n"
            "Explore the crash states of workloads in each mode: every device flush\n"
            "epoch (prefix cuts, torn 512-byte sectors, subsets of the unflushed\n"
@@ -43,8 +47,8 @@ static void ct_usage(void)
            "lines, partial at 8 bytes), plus crashes during recovery; each state must\n"
            "recover, check clean, and hold the guarantees of docs/GUARANTEES.md.\n\n"
            "Options:\n"
-           "  --mode M         ubj, ordered, journal, writeback or none; repeatable\n"
-           "                   (default: ubj, ordered, journal)\n"
+           "  --mode M         %s; repeatable\n"
+           "                   (default: %s)\n"
            "  --workload FILE  a workload file (the language: docs/GUARANTEES.md);\n"
            "                   repeatable; without it, generated workloads\n"
            "  --depth N        generated sequence length: 1, 2 or 3 (quick 2, full 3);\n"
@@ -72,7 +76,7 @@ static void ct_usage(void)
            "A state that hangs longer than --timeout (0: no watchdog) aborts the\n"
            "run (status 134) after printing its description.\n"
            "Set UBJ_TRACE_CRASH=1 to print every device state explored.\n",
-           tools_prog, cx_break_names());
+           tools_prog, all, def, cx_break_names());
 }
 
 /* ct_num -- parse a decimal option value. */
@@ -298,19 +302,15 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
     }
     if (optind != argc)
         return tools_usage_err("unexpected argument '%s'", argv[optind]);
-    for (unsigned i = 0; i < o->nmodes; i++) {
-        static const char *const ok[] = { "ubj", "ordered", "journal", "writeback", "none" };
-        unsigned j = 0;
-        while (j < 5 && strcmp(o->modes[i], ok[j]) != 0)
-            j++;
-        if (j == 5)
+    for (unsigned i = 0; i < o->nmodes; i++)
+        if (ubj_mode_lookup(o->modes[i]) == NULL)
             return tools_usage_err("unknown mode '%s'", o->modes[i]);
-    }
-    if (o->nmodes == 0) {
-        o->modes[0] = "ubj";
-        o->modes[1] = "ordered";
-        o->modes[2] = "journal";
-        o->nmodes = 3;
+    if (o->nmodes == 0) {   /* the registry's default set */
+        const struct ubj_mode_info *d[CT_MAX_MODES];
+        size_t n = ubj_mode_list(UBJ_MODE_F_CRASH_DEFAULT, UBJ_MODE_ORDER_REGISTRY,
+                                 d, CT_MAX_MODES);
+        for (size_t i = 0; i < n && i < CT_MAX_MODES; i++)
+            o->modes[o->nmodes++] = d[i]->name;
     }
     o->depth = depth >= 0 ? (unsigned)depth : o->full ? 3 : 2;
     o->pairs = pairs >= 0 ? (uint64_t)pairs : o->full ? 300 : 6;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "fs/format.h"
+#include "txn/registry.h"    /* the modes an image may record */
 #include "fs/fs.h"
 #include "ubjfs/nvm.h"
 #include "tools.h"

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fs/format.h"
+#include "txn/registry.h"    /* mode code -> name */
 #include "tools.h"
 
 struct inspect_ctx {
@@ -101,12 +102,8 @@ static void inspect_fields(const struct ubj_super *sb)
     printf("  features:       compat 0x%llx incompat 0x%llx ro_compat 0x%llx\n",
            (unsigned long long)sb->feat_compat, (unsigned long long)sb->feat_incompat,
            (unsigned long long)sb->feat_ro_compat);
-    printf("  mode:           %s (%u)\n",
-           sb->mode == UBJ_FMT_MODE_NONE ? "none" :
-           sb->mode == UBJ_FMT_MODE_UBJ ? "ubj" :
-           sb->mode == UBJ_FMT_MODE_ORDERED ? "ordered" :
-           sb->mode == UBJ_FMT_MODE_JOURNAL ? "journal" :
-           sb->mode == UBJ_FMT_MODE_WRITEBACK ? "writeback" : "unknown", sb->mode);
+    const struct ubj_mode_entry *me = ubj_registry_by_code(sb->mode);
+    printf("  mode:           %s (%u)\n", me ? me->info.name : "unknown", sb->mode);
     inspect_state(sb->state, t, sizeof t);
     printf("  state:          %s\n", t);
     inspect_time(sb->mkfs_time, t, sizeof t);

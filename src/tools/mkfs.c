@@ -57,6 +57,10 @@ struct mkfs_args {
 /* mkfs_usage -- the --help text. */
 static void mkfs_usage(void)
 {
+    char all[256], logged[256];
+    tools_mode_names(0, -1, UBJ_MODE_ORDER_REGISTRY, ", ", ", ", all, sizeof all);
+    tools_mode_names(0, UBJ_MODE_NEEDS_LOG, UBJ_MODE_ORDER_REGISTRY, ", ", " and ",
+                     logged, sizeof logged);
     printf("Usage: %s [OPTIONS] IMAGE\n"
            "Make an empty ubjfs file system on IMAGE: a regular file (created,\n"
            "sparse, if missing) or a block device.\n\n"
@@ -68,9 +72,9 @@ static void mkfs_usage(void)
            "                     unless the file is empty.  Not for block devices.\n"
            "  -N, --inodes N     number of inodes (default: one per 16 KiB, at least 64)\n"
            "  -m, --mode MODE    consistency mode recorded as the mount default:\n"
-           "                     none, ubj, ordered, journal, writeback (default: none)\n"
+           "                     %s (default: %s)\n"
            "  -J, --journal-size SIZE  journal area (K, M, G suffixes); default for\n"
-           "                     ordered, journal and writeback: scaled to the image\n"
+           "                     %s: scaled to the image\n"
            "                     as mke2fs does (4M up to 128M images ... 1G), none\n"
            "                     for the other modes; at least 256K\n"
            "      --journal-async-commit  commit with one flush instead of two\n"
@@ -89,7 +93,7 @@ static void mkfs_usage(void)
            "ubjfs superblock or any nonzero byte (anywhere in a regular file, in the\n"
            "first MiB of a block device) is refused unless --force is given.\n\n"
            "Exit status: 0 made, 1 error (reported in one line; a refused image\n"
-           "is left untouched), 2 usage error.\n", tools_prog);
+           "is left untouched), 2 usage error.\n", tools_prog, all, UBJ_MODE_NONE, logged);
 }
 
 /* mkfs_parse -- options into *a; returns -1 to go on, else an exit code. */
@@ -164,7 +168,7 @@ static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
         return tools_usage_err("missing IMAGE");
     if (optind + 1 < argc)
         return tools_usage_err("unexpected argument '%s'", argv[optind + 1]);
-    if ((a->nvm || a->nvm_size) && (!a->fo.mode || strcmp(a->fo.mode, UBJ_MODE_UBJ)))
+    if ((a->nvm || a->nvm_size) && !tools_mode_needs(a->fo.mode, UBJ_MODE_NEEDS_NVM))
         return tools_usage_err("--nvm and --nvm-size need --mode ubj");
     if (a->nvm_size && !a->nvm)
         return tools_usage_err("--nvm-size needs --nvm");
@@ -647,7 +651,7 @@ static int mkfs_run(struct mkfs_args *a)
  * until it has a region; say how to make one (even with -q). */
 static void mkfs_next_step(const struct mkfs_args *a)
 {
-    if (a->nvm != NULL || a->fo.mode == NULL || strcmp(a->fo.mode, UBJ_MODE_UBJ) != 0)
+    if (a->nvm != NULL || !tools_mode_needs(a->fo.mode, UBJ_MODE_NEEDS_NVM))
         return;
     fprintf(stderr, "%s: note: %s has no NVM region yet (mode ubj needs one to be "
             "mounted or read); make it at the first mount: ubjfs mount --nvm REGION "

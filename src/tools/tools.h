@@ -2,10 +2,12 @@
  * tools.h -- what the `ubjfs` command-line tool's subcommands share
  * (src/tools/util.c): the program name used in messages, error printing,
  * size and number parsing, IMAGE:/path arguments, opening and mounting an
- * image, directory listings, mode strings and time formatting.
+ * image, directory listings, mode strings and time formatting; and
+ * (src/tools/modes.c) the lists of consistency modes from the registry.
  *
  * The tools use only the public API (the headers in include/ubjfs/); inspect and mkfs
- * also read the superblock through src/fs/format.h.
+ * also read the superblock through src/fs/format.h, and with inspect, fsck and
+ * util.c map its mode code through the registry (src/txn/registry.h).
  *
  * Exit codes every subcommand follows unless its --help says otherwise:
  * 0 success, 1 an error (after reporting it), 2 a usage error.
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <time.h>
+#include "ubjfs/mode.h"
 #include "ubjfs/model.h"
 #include "ubjfs/ubjfs.h"
 
@@ -288,5 +291,22 @@ int tools_bench_cache(const char *arg, uint32_t *blocks);
 /* tools_bench_size -- a SIZE of `bench ubj` and `bench modes`: at least
  * 16M, rounded down to whole 4 KiB blocks. */
 int tools_bench_size(const char *arg, uint64_t *size);
+
+/* ---- the mode registry's lists (src/tools/modes.c) ---- */
+
+/* tools_mode_names -- the names of the modes with every flag of `flags`
+ * (0: all) and, if need >= 0, needing `need` (enum ubj_mode_need), in
+ * `order`, joined by sep (the last two by `last`), into buf of len bytes
+ * (cut to fit).  Returns buf. */
+const char *tools_mode_names(unsigned flags, int need, enum ubj_mode_order order,
+                             const char *sep, const char *last, char *buf, size_t len);
+
+/* tools_mode_needs -- is `name` a mode of this build that needs `need`? */
+bool tools_mode_needs(const char *name, enum ubj_mode_need need);
+
+/* tools_wrap -- print the words of `text` (split at spaces) to f, the
+ * cursor being at column `col`: a line that would pass column `width`
+ * goes on at column `indent`; ends with a newline. */
+void tools_wrap(FILE *f, const char *text, size_t col, size_t indent, size_t width);
 
 #endif /* UBJ_TOOLS_TOOLS_H */

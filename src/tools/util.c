@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include "fs/format.h"
+#include "txn/registry.h"    /* the modes an image may record */
 #include "tools.h"
 
 const char *tools_prog = "ubjfs";
@@ -257,6 +258,14 @@ const char *tools_nvm_path(void)
     return e != NULL && e[0] != '\0' ? e : NULL;
 }
 
+/* util_code_nvm -- is `code` the on-disk code of a mode with an NVM region
+ * (the registry, src/txn/registry.c)? */
+static bool util_code_nvm(uint32_t code)
+{
+    const struct ubj_mode_entry *e = ubj_registry_by_code(code);
+    return e != NULL && e->info.needs == UBJ_MODE_NEEDS_NVM;
+}
+
 /* util_is_ubj -- does the superblock on dev say mode ubj (made or last
  * mounted so)? */
 static bool util_is_ubj(struct ubj_bdev *dev)
@@ -264,8 +273,8 @@ static bool util_is_ubj(struct ubj_bdev *dev)
     struct ubj_super *sb = malloc(sizeof *sb);
     bool ubj = sb != NULL && ubj_bdev_read(dev, 0, 1, sb) == 0 &&
                sb->hdr.magic == UBJ_MAGIC_SUPER &&
-               (sb->mode == UBJ_FMT_MODE_UBJ ||
-                ((sb->state & UBJ_STATE_MOUNTED) && sb->mount_mode == UBJ_FMT_MODE_UBJ));
+               (util_code_nvm(sb->mode) ||
+                ((sb->state & UBJ_STATE_MOUNTED) && util_code_nvm(sb->mount_mode)));
     free(sb);
     return ubj;
 }

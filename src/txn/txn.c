@@ -5,11 +5,11 @@
  * -DUBJ_TRACE_TXN to log every call and its result to stderr) and for
  * argument assertions.
  *
- * Owns: the table of known modes (ubj_mode_find), t's common fields
- * (ops, cache, dev, txid, stats) at mount.
+ * Owns: t's common fields (ops, cache, dev, txid, stats) at mount.  The
+ * modes themselves are listed once, in src/txn/registry.c.
  *
  * Invariants:
- *  - After a successful ubj_txn_mount, t->ops is a mode of the table whose
+ *  - After a successful ubj_txn_mount, t->ops is a registered mode whose
  *    version is UBJ_MODE_OPS_VERSION, and t->cache/t->dev are set; every
  *    other function requires that.
  *  - A handle always points back to its mount (h->t) and is used between
@@ -35,26 +35,6 @@ int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2,
 #else
 #define TXN_TRACE(t, what, arg, rc) ((void)(t), (void)(arg))
 #endif
-
-/* The known modes; a new mode adds one line here. */
-static const struct ubj_mode_ops *const txn_modes[] = {
-    &ubj_mode_none,
-    &ubj_mode_ubj,
-    &ubj_mode_ordered,
-    &ubj_mode_journal,
-    &ubj_mode_writeback,
-};
-
-/* ubj_mode_find -- the mode named `name`, or NULL. */
-const struct ubj_mode_ops *ubj_mode_find(const char *name)
-{
-    if (name == NULL)
-        return NULL;
-    for (size_t i = 0; i < sizeof txn_modes / sizeof txn_modes[0]; i++)
-        if (strcmp(txn_modes[i]->name, name) == 0)
-            return txn_modes[i];
-    return NULL;
-}
 
 /* ubj_txn_mount -- fill in t's common fields and run the mode's mount. */
 int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,

@@ -10,6 +10,7 @@
  */
 #include "testutil.h"
 #include "fs/fs.h"
+#include "txn/registry.h"    /* on-disk mode codes */
 
 #define T_BLOCKS 2048u
 #define T_FUZZ_BLOCKS 8192u

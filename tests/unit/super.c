@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "fs/fs.h"
+#include "txn/registry.h"    /* on-disk mode codes */
 
 #define MIB_BLOCKS 256u
 #define TIB_BLOCKS (1ULL << 28)
