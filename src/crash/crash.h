@@ -206,6 +206,7 @@ int cx_explore(const struct cx_config *cfg, const struct cx_workload *w,
 int cx_minimize(const struct cx_config *cfg, struct cx_workload *w,
                 struct cx_failure *fail);
 
+#if UBJ_TEST_HOOKS   /* a test build only (CMake option UBJ_TEST_HOOKS) */
 /* cx_set_break -- select a test-only broken variant by name
  * ("ubj-data-flush", "ubj-commit-persist", "ubj-early-free",
  * "ubj-ckpt-flush", "journal-commit-flush", "journal-ckpt-flush",
@@ -215,5 +216,6 @@ int cx_set_break(const char *name);
 const char *cx_break_get(void);
 /* cx_break_names -- the names, space-separated. */
 const char *cx_break_names(void);
+#endif /* UBJ_TEST_HOOKS */
 
 #endif /* UBJ_CRASH_CRASH_H */

@@ -106,6 +106,8 @@ struct ex {
 
 /* ---- test-only broken variants -------------------------------------------------- */
 
+#if UBJ_TEST_HOOKS   /* a test build only (CMake option UBJ_TEST_HOOKS) */
+
 static enum ubj_break ex_ubj_break;
 static enum ubj_jbreak ex_j_break;
 
@@ -158,6 +160,9 @@ static void ex_breaking(int on)
     ubj_ubj_test_break(on ? ex_ubj_break : UBJ_BREAK_NONE);
     ubj_journal_test_break(on ? ex_j_break : UBJ_JBREAK_NONE);
 }
+#else   /* a plain build: no broken variant to switch */
+#define ex_breaking(on) ((void)0)
+#endif /* UBJ_TEST_HOOKS */
 
 /* ---- the watchdog ----------------------------------------------------------------- */
 

@@ -389,8 +389,10 @@ static void fu_init(void *userdata, struct fuse_conn_info *conn)
     conn->max_write = UBJ_FUSE_MAX_WRITE;
     if (f->o.max_read > 0)             /* libfuse refuses INIT unless equal */
         conn->max_read = f->o.max_read;
+#if UBJ_TEST_HOOKS   /* a test build only (CMake option UBJ_TEST_HOOKS) */
     if (getenv("UBJ_FUSE_BREAK_INIT") != NULL)   /* tests/fuse/mount.sh: an */
         conn->max_read = 1;                     /* INIT that libfuse refuses */
+#endif
     conn->max_background = FU_MAX_BACKGROUND;
     conn->congestion_threshold = FU_MAX_BACKGROUND * 3 / 4;
     conn->time_gran = 1;

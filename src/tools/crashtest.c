@@ -65,18 +65,20 @@ static void ct_usage(void)
            "                   rotating, plus the pairs\n"
            "  --full           the long pass (>= 100 000 states in the default modes):\n"
            "                   every core op with every suffix, pairs and triples\n"
-           "  --out DIR        where reproducers are written (.)\n"
-           "  --break NAME     TEST ONLY: run a deliberately broken variant:\n"
-           "                   %s\n"
-           "  --timeout S      a state taking longer is a hang: abort (60)\n"
+           "  --out DIR        where reproducers are written (.)\n",
+           tools_prog, all, def);
+#if UBJ_TEST_HOOKS
+    printf("  --break NAME     TEST BUILDS ONLY: run a deliberately broken variant:\n"
+           "                   %s\n", cx_break_names());
+#endif
+    printf("  --timeout S      a state taking longer is a hang: abort (60)\n"
            "  -v, --verbose    print every failing state\n"
            "      --help       print this help\n\n"
            "Exit status: 0 no failure; 1 failures (or the exploration could not\n"
            "run); 2 usage error (also a workload file that does not parse).\n"
            "A state that hangs longer than --timeout (0: no watchdog) aborts the\n"
            "run (status 134) after printing its description.\n"
-           "Set UBJ_TRACE_CRASH=1 to print every device state explored.\n",
-           tools_prog, all, def, cx_break_names());
+           "Set UBJ_TRACE_CRASH=1 to print every device state explored.\n");
 }
 
 /* ct_num -- parse a decimal option value. */
@@ -100,9 +102,11 @@ static void ct_repro(const struct ct_opts *o, const char *mode, const struct cx_
     struct cx_failure mf = *f;
     cx_minimize(&c, m, &mf);
     char path[512], comment[1600], brk[96] = "";
+#if UBJ_TEST_HOOKS
     const char *b = cx_break_get();
     if (strcmp(b, "none") != 0)
         snprintf(brk, sizeof brk, " --break %s", b);
+#endif
     snprintf(path, sizeof path, "%s/crash-%s-%u.wl", o->out, mode, n);
     snprintf(comment, sizeof comment,
              "ubjfs crashtest reproducer (minimized from %s)\n"
@@ -257,7 +261,10 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         { "samples", required_argument, NULL, 's' }, { "dcrash", required_argument, NULL, 'D' },
         { "seed", required_argument, NULL, 'S' }, { "quick", no_argument, NULL, 'q' },
         { "full", no_argument, NULL, 'f' }, { "out", required_argument, NULL, 'o' },
-        { "break", required_argument, NULL, 'b' }, { "timeout", required_argument, NULL, 't' },
+#if UBJ_TEST_HOOKS   /* a test build only: the deliberately broken variants */
+        { "break", required_argument, NULL, 'b' },
+#endif
+        { "timeout", required_argument, NULL, 't' },
         { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
         { "random", required_argument, NULL, 'r' }, { "ops", required_argument, NULL, 'O' },
         { NULL, 0, NULL, 0 },
@@ -291,10 +298,12 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         case 'q': o->full = 0; break;
         case 'f': o->full = 1; break;
         case 'o': o->out = optarg; break;
+#if UBJ_TEST_HOOKS
         case 'b':
             if (cx_set_break(optarg) < 0)
                 return tools_usage_err("%s", tools_libmsg(-EINVAL));
             break;
+#endif
         case 'v': o->cfg.verbose = 1; break;
         case 'h': ct_usage(); return -1;
         default: return tools_bad_option();

@@ -147,11 +147,13 @@ struct jnl_state {
     uint8_t *blk;            /* one control block being built */
 };
 
+static int jnl_rdonly_token;         /* prepare's argument for a read-only mount */
+
 /* ---- test hooks ------------------------------------------------------------- */
 
+#if UBJ_TEST_HOOKS   /* broken variants and limits: a test build only */
 static int jnl_break_mode = -1;      /* -1: read UBJ_TEST_JBREAK at first use */
 static uint32_t jnl_lim_txn;
-static int jnl_rdonly_token;         /* prepare's argument for a read-only mount */
 
 /* ubj_journal_test_break -- select a deliberately broken variant. */
 void ubj_journal_test_break(enum ubj_jbreak which)
@@ -174,6 +176,10 @@ static bool jnl_broken(enum ubj_jbreak b)
     }
     return jnl_break_mode == (int)b;
 }
+#else   /* a plain build: constants, no code and no branch left behind */
+#define jnl_lim_txn 0u
+#define jnl_broken(b) false
+#endif /* UBJ_TEST_HOOKS */
 
 /* ---- helpers ----------------------------------------------------------------- */
 

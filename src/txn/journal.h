@@ -195,6 +195,8 @@ int ubj_journal_mount_other(struct ubj_bdev *dev, const struct ubj_super *sb,
 
 /* ---- test-only hooks (journal.c) ---------------------------------------------- */
 
+#if UBJ_TEST_HOOKS   /* a test build only (CMake option UBJ_TEST_HOOKS) */
+
 /* Deliberately broken variants, for the crash tests that must catch them
  * (process-wide; also read at first use from the environment variable
  * UBJ_TEST_JBREAK). */
@@ -210,5 +212,6 @@ void ubj_journal_test_break(enum ubj_jbreak which);
  * blocks of journaled buffers; 0 = the default, a quarter of the log).
  * Process-wide, read at mount. */
 void ubj_journal_test_limits(uint32_t max_txn);
+#endif /* UBJ_TEST_HOOKS */
 
 #endif /* UBJ_TXN_JOURNAL_H */

@@ -127,10 +127,19 @@ struct ubjm_state {
 
 /* ---- test hooks ----------------------------------------------------------- */
 
+static unsigned ubjm_lim_dirty, ubjm_lim_frozen;
+
+/* ubj_ubj_test_limits -- override the commit/checkpoint thresholds. */
+void ubj_ubj_test_limits(unsigned dirty_permille, unsigned frozen_permille)
+{
+    ubjm_lim_dirty = dirty_permille;
+    ubjm_lim_frozen = frozen_permille;
+}
+
+#if UBJ_TEST_HOOKS   /* broken variants and callbacks: a test build only */
 static int ubjm_break_mode = -1;              /* -1: read UBJ_TEST_BREAK */
 static void (*ubjm_commit_cb)(void *, uint64_t);
 static void *ubjm_commit_ctx;
-static unsigned ubjm_lim_dirty, ubjm_lim_frozen;
 static void (*ubjm_point_cb)(void *, enum ubj_test_point);
 static void *ubjm_point_ctx;
 
@@ -161,11 +170,11 @@ static void ubjm_point(enum ubj_test_point p)
         ubjm_point_cb(ubjm_point_ctx, p);
 }
 
-/* ubj_ubj_test_limits -- override the commit/checkpoint thresholds. */
-void ubj_ubj_test_limits(unsigned dirty_permille, unsigned frozen_permille)
+/* ubjm_committed -- run the test callback for durable commit T, if any. */
+static void ubjm_committed(uint64_t T)
 {
-    ubjm_lim_dirty = dirty_permille;
-    ubjm_lim_frozen = frozen_permille;
+    if (ubjm_commit_cb != NULL)
+        ubjm_commit_cb(ubjm_commit_ctx, T);
 }
 
 /* ubjm_broken -- whether broken variant `b` is selected. */
@@ -177,6 +186,11 @@ static bool ubjm_broken(enum ubj_break b)
     }
     return ubjm_break_mode == (int)b;
 }
+#else   /* a plain build: constants, no code and no branch left behind */
+#define ubjm_point(p) ((void)0)
+#define ubjm_committed(T) ((void)0)
+#define ubjm_broken(b) false
+#endif /* UBJ_TEST_HOOKS */
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -436,8 +450,7 @@ static int ubjm_commit_locked(struct ubj_txn *t)
     s->revoked = false;
     t->stats.commits++;
     ubjm_sync_stats(t);
-    if (ubjm_commit_cb != NULL)
-        ubjm_commit_cb(ubjm_commit_ctx, T);
+    ubjm_committed(T);
     return 0;
 }
 

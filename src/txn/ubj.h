@@ -2,7 +2,8 @@
  * ubj.h -- internals of consistency mode `ubj` shared by src/txn/ubj.c
  * (the mode), src/txn/ubj_recovery.c (prepare, recovery scan, overlay
  * device) and the tests: the persistent commit tag of a descriptor, the
- * recovery scan, and test-only hooks.
+ * recovery scan, and test-only hooks (the broken variants and callbacks
+ * only in a test build: UBJ_TEST_HOOKS).
  *
  * The commit tag (struct ubj_bufdesc.ptag) is the one word of a
  * descriptor that recovery trusts:
@@ -86,6 +87,17 @@ int ubj_region_probe(const char *path, uint64_t *id, int64_t *pending);
 
 /* ---- test-only hooks (ubj.c) ------------------------------------------ */
 
+/* ubj_ubj_test_limits -- override the running-transaction limit (dirty
+ * buffers before a commit at a handle boundary) and the frozen limit
+ * (before a checkpoint) as fractions in 1/1000 of the cache; 0 = default
+ * (250 and 500); a frozen limit of 1000 or more also turns off the
+ * cold-pressure checkpoint, so that only the timer, sync, reclaim and
+ * unmount checkpoint.  Process-wide, read at mount (not in a hot path).
+ * In every build: the crash explorer (`ubjfs crashtest`, also in a plain
+ * build) commits and checkpoints often through it. */
+void ubj_ubj_test_limits(unsigned dirty_permille, unsigned frozen_permille);
+
+#if UBJ_TEST_HOOKS   /* a test build only (CMake option UBJ_TEST_HOOKS) */
 /* Deliberately broken variants, for tests that must catch them. */
 enum ubj_break {
     UBJ_BREAK_NONE = 0,
@@ -116,13 +128,6 @@ enum ubj_test_point {
 /* ubj_ubj_test_on_point -- call cb(ctx, point) at each test point (NULL:
  * none).  Process-wide; the callback runs on the thread at the point. */
 void ubj_ubj_test_on_point(void (*cb)(void *ctx, enum ubj_test_point p), void *ctx);
-
-/* ubj_ubj_test_limits -- override the running-transaction limit (dirty
- * buffers before a commit at a handle boundary) and the frozen limit
- * (before a checkpoint) as fractions in 1/1000 of the cache; 0 = default
- * (250 and 500); a frozen limit of 1000 or more also turns off the
- * cold-pressure checkpoint, so that only the timer, sync, reclaim and
- * unmount checkpoint.  Process-wide, read at mount. */
-void ubj_ubj_test_limits(unsigned dirty_permille, unsigned frozen_permille);
+#endif /* UBJ_TEST_HOOKS */
 
 #endif /* UBJ_TXN_UBJ_H */

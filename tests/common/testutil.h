@@ -11,6 +11,8 @@
  *  - tprng: xoshiro256** seeded with splitmix64 (deterministic, per test).
  *  - tpattern: a byte pattern that is a function of (seed, file offset),
  *    so a range can be filled and verified anywhere in a file.
+ *  - t_no_hooks: the cmocka test that stands for one needing the test
+ *    hooks (CMake option UBJ_TEST_HOOKS) in a build without them.
  */
 #ifndef UBJ_TESTUTIL_H
 #define UBJ_TESTUTIL_H
@@ -183,5 +185,12 @@ uint64_t t_free_blocks(struct ubj_fs *fs);
 uint64_t t_free_inodes(struct ubj_fs *fs);
 /* t_sleep_ns -- nanosleep. */
 void t_sleep_ns(long ns);
+
+/* t_no_hooks -- a cmocka test for a build without the test hooks (CMake
+ * option UBJ_TEST_HOOKS, which compiles the deliberately broken variants
+ * and test callbacks): says so in one line and skips; under CI=true
+ * (whose builds have the option on) fails instead.  A test needing the
+ * hooks is compiled `#if UBJ_TEST_HOOKS`, else `#define test_x t_no_hooks`. */
+void t_no_hooks(void **state);
 
 #endif /* UBJ_TESTUTIL_H */

@@ -2,7 +2,8 @@
 # every workload file under tests/crash/workloads/ explored in ubj,
 # ordered and journal with no failure; mode none reported inconsistent
 # with a minimized reproducer that replays (and fails again); broken
-# variants (--break) caught with exit 1.  The quick pass itself is
+# variants (--break, a test build's) caught with exit 1; a plain build
+# (without UBJ_TEST_HOOKS) refuses --break as an unknown option.  The quick pass itself is
 # tests/crash/quick.sh.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
 . "$(dirname "$0")/../common/lib.sh" crashtest
@@ -50,9 +51,21 @@ else
   run 1 "$UBJ_TOOL" crashtest --mode none --out "$tmp/r" --workload "$repro"
 fi
 
-# --- broken variants are caught -------------------------------------------------
-run 1 "$UBJ_TOOL" crashtest --mode ubj --break ubj-commit-persist --out "$tmp/r" \
-  --workload "$wl/overwrite-cow.wl"
-run 1 "$UBJ_TOOL" crashtest --mode journal --break journal-commit-flush --out "$tmp/r" \
-  --workload "$wl/overwrite-cow.wl"
+# --- broken variants are caught (a test build's: UBJ_TEST_HOOKS) ---------------
+run 0 "$UBJ_TOOL" crashtest --help
+if test_hooks; then
+  grep -q -- "--break NAME     TEST BUILDS ONLY" "$tmp/out" ||
+    fail "test build: help does not say --break is for test builds: $(cat "$tmp/out")"
+  run 1 "$UBJ_TOOL" crashtest --mode ubj --break ubj-commit-persist --out "$tmp/r" \
+    --workload "$wl/overwrite-cow.wl"
+  run 1 "$UBJ_TOOL" crashtest --mode journal --break journal-commit-flush --out "$tmp/r" \
+    --workload "$wl/overwrite-cow.wl"
+else
+  # a plain build has no broken variant: --break is an unknown option
+  grep -q -- "--break" "$tmp/out" && fail "plain build: help names --break: $(cat "$tmp/out")"
+  run 2 "$UBJ_TOOL" crashtest --break ubj-commit-persist
+  grep -q "unrecognized option '--break" "$tmp/err" ||
+    fail "plain build: --break not refused as an unknown option: $(cat "$tmp/err")"
+  skip_part "broken variants caught (--break): a build without UBJ_TEST_HOOKS"
+fi
 [ "$fails" -eq 0 ] || exit 1

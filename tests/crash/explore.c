@@ -222,6 +222,17 @@ static void test_orphans(void **state)
     }
 }
 
+/* set_break -- select broken variant b (NULL: none); only a test build
+ * (UBJ_TEST_HOOKS) has any. */
+static void set_break(const char *b)
+{
+#if UBJ_TEST_HOOKS
+    assert_ok(cx_set_break(b != NULL ? b : "none"));
+#else
+    assert_null(b);
+#endif
+}
+
 /* expect_caught -- workload text in mode m with broken variant b (NULL:
  * none) must produce failures. */
 static void expect_caught(const char *m, const char *b, const char *text)
@@ -230,11 +241,10 @@ static void expect_caught(const char *m, const char *b, const char *text)
     parse(text, &w);
     struct cx_config c = cfg(m);
     c.stop_at_first = 1;
-    if (b)
-        assert_ok(cx_set_break(b));
+    set_break(b);
     struct cx_result r;
     uint64_t f = explore(&c, &w, &r);
-    assert_ok(cx_set_break("none"));
+    set_break(NULL);
     fprintf(stderr, "  %s%s%s: caught after %llu states: %s\n", m, b ? " broken " : "",
             b ? b : "", (unsigned long long)r.states, r.first.why);
     if (f == 0)
@@ -247,8 +257,6 @@ static void expect_caught(const char *m, const char *b, const char *text)
     }
 }
 
-static const char wl_overwrite[] =
-    "creat /f\nwrite /f 0 8K\nbegin\nwrite /f 0 4K\nfsync /f\nwrite /f 0 4K\nfsync /f\n";
 static const char wl_rename[] =
     "creat /f\nwrite /f 0 8K\nmkdir /d\nbegin\ncreat /d/n\nwrite /d/n 0 4K\n"
     "rename /d/n /f\nfsync /d\nsync\ncreat /g\nfsync /g\n";
@@ -259,6 +267,10 @@ static void test_none_inconsistent(void **state)
     (void)state;
     expect_caught("none", NULL, wl_rename);
 }
+
+#if UBJ_TEST_HOOKS   /* the broken variants: a test build only */
+static const char wl_overwrite[] =
+    "creat /f\nwrite /f 0 8K\nbegin\nwrite /f 0 4K\nfsync /f\nwrite /f 0 4K\nfsync /f\n";
 
 static void test_broken_ubj_data_flush(void **state)
 {
@@ -318,6 +330,16 @@ static void test_minimize(void **state)
     assert_true(w.nops < 4);
     assert_true(f.why[0] != '\0');
 }
+
+#else
+#define test_broken_ubj_data_flush t_no_hooks
+#define test_broken_ubj_commit_persist t_no_hooks
+#define test_broken_ubj_early_free t_no_hooks
+#define test_broken_ubj_ckpt_flush t_no_hooks
+#define test_broken_journal_commit_flush t_no_hooks
+#define test_broken_journal_ckpt_flush t_no_hooks
+#define test_minimize t_no_hooks
+#endif /* UBJ_TEST_HOOKS */
 
 int main(void)
 {

@@ -36,6 +36,7 @@
 #include "ubjtest.h"
 #include "txn/ubj.h"
 
+#if UBJ_TEST_HOOKS   /* every test: ubj_ubj_test_on_commit, broken variants */
 #define PL_BLOCKS 1024u
 #define PL_BUFS 64u
 #define PL_MAXOPS 400u
@@ -526,6 +527,16 @@ static void test_broken_data_flush(void **state) { (void)state; broken(UBJ_BREAK
 static void test_broken_commit_persist(void **state) { (void)state; broken(UBJ_BREAK_COMMIT_PERSIST); }
 static void test_broken_early_free(void **state) { (void)state; broken(UBJ_BREAK_EARLY_FREE); }
 static void test_broken_ckpt_flush(void **state) { (void)state; broken(UBJ_BREAK_CKPT_FLUSH); }
+
+#else
+#define test_every_point t_no_hooks
+#define test_second_seed t_no_hooks
+#define test_crash_in_recovery t_no_hooks
+#define test_broken_data_flush t_no_hooks
+#define test_broken_commit_persist t_no_hooks
+#define test_broken_early_free t_no_hooks
+#define test_broken_ckpt_flush t_no_hooks
+#endif /* UBJ_TEST_HOOKS */
 
 int main(void)
 {
