@@ -66,7 +66,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "fs/fs.h"
-#include "txn/journal.h"     /* journal replay before the passes */
 #include "ubjfs/nvm.h"        /* is the device an image+region overlay */
 
 #define CK_EXT_MAX_DEPTH 5u         /* extent.c's EXT_MAX_DEPTH */
@@ -2512,14 +2511,43 @@ static void ck_free(struct ck *ck)
     free(ck);
 }
 
-/* ck_journal -- before pass 0: replay what a journaled session left
- * (src/txn/jrecovery.c) -- onto the image with repair, else into an
- * in-memory overlay that the passes then read (*view, destroyed by the
- * caller).  Its note and problem lines are reported here. */
+/* ck_journal_image -- the image on ck->dev as the modes see it, if block 0
+ * is a ubjfs superblock whose checksum is right (pass 0 judges the rest);
+ * else img->dev stays NULL.  0 or -ENOMEM. */
+static int ck_journal_image(struct ck *ck, struct ubj_mode_image *img)
+{
+    memset(img, 0, sizeof *img);
+    struct ubj_bdev *dev = ck->dev;
+    if (dev->block_size != UBJ_BS || dev->nblocks == 0)
+        return 0;
+    struct ubj_super *sb = aligned_alloc(UBJ_BS, UBJ_BS);
+    if (sb == NULL)
+        return -ENOMEM;
+    if (ubj_bdev_read(dev, 0, 1, sb) == 0 && sb->hdr.magic == UBJ_MAGIC_SUPER) {
+        uint32_t seed = ubj_crc32c(~0u, sb->uuid, 16);   /* else pass 0 reports it */
+        struct ubj_blkhdr h = sb->hdr;
+        sb->hdr.crc = 0;
+        bool ok = ubj_crc32c(seed, sb, UBJ_BS) == h.crc;
+        sb->hdr = h;
+        if (ok)
+            fs_mode_image(sb, dev, !ck->repair, img);
+    }
+    free(sb);
+    return 0;
+}
+
+/* ck_journal -- before pass 0: the recovered read-only view the modes give
+ * of the image (ubj_txn_view: a log left in the format area replayed) --
+ * onto the image with repair, else into an in-memory overlay that the
+ * passes then read (*view, destroyed by the caller).  Its note and problem
+ * lines are reported here. */
 static void ck_journal(struct ck *ck, struct ubj_bdev **view)
 {
-    struct ubj_jfsck j;
-    int rc = ubj_journal_fsck(ck->dev, ck->repair, &j);
+    struct ubj_mode_view j;
+    struct ubj_mode_image img;
+    int rc = ck_journal_image(ck, &img);
+    if (rc == 0)
+        rc = ubj_txn_view(&img, ck->repair, &j);
     if (rc < 0) {
         ck_fatal(ck, "journal: cannot replay: %s", strerror(-rc));
         return;

@@ -984,6 +984,9 @@ const struct ubj_mode_ops ubj_mode_ubj = {
     .commit = ubjm_commit,
     .tick = ubjm_tick,
     .reclaim = ubjm_reclaim,
+    .check_last = ubjm_check_last,
     .prepare = ubj_mode_prepare,
+    .record = ubjm_record,
+    .error = ubjm_error,
     .release = ubj_mode_release,
 };

@@ -68,12 +68,20 @@ struct ubj_prep {
     int rdonly;              /* UBJ_MOUNT_RDONLY: never checkpoint */
 };
 
-/* The mode's prepare/release (ubj_recovery.c): attach the region named by
- * the mount config and hand its arrays to the cache. */
-int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
-                     struct ubj_bdev *dev, struct ubj_cache_config *cc,
-                     void **arg);
+/* The mode's verbs (ubj_recovery.c; src/txn/mode.h says what each does):
+ * prepare attaches the region named by the mount config, checks it
+ * against the image and hands its arrays to the cache; check_last
+ * refuses to drop an unclean ubj mount's region; record numbers a
+ * read-write mount in the region; error is the region's device-error
+ * record. */
+int ubj_mode_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *img,
+                     struct ubj_cache_config *cc, void **arg);
 void ubj_mode_release(void *arg);
+int ubjm_check_last(const struct ubj_mode_image *img, const struct ubj_config *cfg,
+                    bool same);
+int ubjm_record(struct ubj_txn *t, const struct ubj_mode_image *img,
+                struct ubj_mode_record *rec);
+int ubjm_error(struct ubj_txn *t, bool clear);
 
 /*
  * ubj_region_probe -- the random id of the region file at `path` and how

@@ -257,15 +257,95 @@ int ubj_region_probe(const char *path, uint64_t *id, int64_t *pending)
     return 0;
 }
 
-/* ---- the mode's prepare / release ---------------------------------------- */
+/* ---- the mode's verbs: check the last mount, prepare, record, error ------ */
+
+/* ubjm_unclean -- the image says: mounted in mode ubj and not unmounted
+ * cleanly, so its region may hold committed blocks the image lacks. */
+static bool ubjm_unclean(const struct ubj_mode_image *img)
+{
+    return img->mounted && img->last == &ubj_mode_ubj && img->region_id != 0;
+}
+
+/*
+ * ubjm_check_last -- the last mount was in mode ubj: refuse what would
+ * silently drop the committed blocks of an unclean ubj mount -- another
+ * mode, or formatting a region that is not the (empty) one it used.
+ */
+int ubjm_check_last(const struct ubj_mode_image *img, const struct ubj_config *cfg,
+                    bool same)
+{
+    if (!ubjm_unclean(img))
+        return 0;
+    unsigned long long want = (unsigned long long)img->region_id;
+    if (!same)
+        return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted "
+                             "cleanly from mode ubj: its last committed changes "
+                             "are in NVM region %016llx; mount it in mode ubj "
+                             "with that region (--nvm), or, if the region is "
+                             "lost, repair the image without it (fsck -y "
+                             "--discard-nvm)", want);
+    if (!cfg || !(cfg->nvm_flags & UBJ_NVM_FORMAT) || !cfg->nvm_path)
+        return 0;
+    uint64_t id = 0;
+    int64_t pending = 0;
+    int rc = ubj_region_probe(cfg->nvm_path, &id, &pending);
+    (void)pending;
+    if (rc == 0 && id == img->region_id)
+        return 0;   /* its own region: attach refuses it if it holds any */
+    return ubj_set_error(-EUCLEAN, "mount: refusing --format-nvm: the image was "
+                         "not unmounted cleanly and NVM region %016llx may hold "
+                         "its last committed changes; mount with that region, "
+                         "or, if it is lost, repair the image without it "
+                         "(fsck -y --discard-nvm)", want);
+}
+
+/* ubjm_check_region -- region r attached: never an older copy of the
+ * image's region (its commits would roll the image back); an unclean
+ * image comes back with the region it was mounted with (a formatted one
+ * is new); another region of a clean image holds nothing. */
+static int ubjm_check_region(const struct ubj_config *cfg,
+                             const struct ubj_mode_image *img, struct ubj_nvm *r)
+{
+    if (cfg->nvm_flags & UBJ_NVM_FORMAT)
+        return 0;
+    uint64_t rid = ubj_nvm_region_id(r);
+    if (rid == img->region_id) {
+        uint64_t gen = ubj_nvm_mount_gen(r);
+        if (gen >= img->gen)
+            return 0;
+        return ubj_set_error(-EUCLEAN, "mount: %s is an older copy of the image's "
+                             "NVM region (mount generation %llu; the image was "
+                             "last mounted with %llu): its commits would roll "
+                             "the image back; use the current region file",
+                             cfg->nvm_path, (unsigned long long)gen,
+                             (unsigned long long)img->gen);
+    }
+    if (!ubjm_unclean(img)) {
+        int64_t pending = ubj_nvm_pending(r, img->dev->nblocks);
+        if (pending <= 0)
+            return 0;
+        return ubj_set_error(-EUCLEAN, "mount: %s holds %lld committed blocks of "
+                             "an older mount of this image (region %016llx; the "
+                             "image was last mounted with %016llx): they would "
+                             "roll it back; use --format-nvm to start it afresh",
+                             cfg->nvm_path, (long long)pending,
+                             (unsigned long long)rid,
+                             (unsigned long long)img->region_id);
+    }
+    return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted cleanly "
+                         "from NVM region %016llx, but %s is region %016llx: "
+                         "mount with the region it used, or, if it is lost, "
+                         "repair the image without it (fsck -y --discard-nvm)",
+                         (unsigned long long)img->region_id, cfg->nvm_path,
+                         (unsigned long long)rid);
+}
 
 /* ubj_mode_prepare -- attach the mount's region; the cache lives in it.
  * Its NVM cost model (nvm_profile) runs on the clock of the device's
  * timed model, if there is one: NVM time then passes on the same clock as
  * the device's (slept on a real clock, added on a virtual one). */
-int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
-                     struct ubj_bdev *dev, struct ubj_cache_config *cc,
-                     void **arg)
+int ubj_mode_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *img,
+                     struct ubj_cache_config *cc, void **arg)
 {
     if (cfg == NULL || cfg->nvm_path == NULL || cfg->nvm_path[0] == '\0')
         return ubj_set_error(-EINVAL, "mount: mode ubj needs an NVM region "
@@ -278,12 +358,12 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
     if (cfg->flags & UBJ_MOUNT_RDONLY)    /* the region is the cache's memory, */
         f |= UBJ_NVMA_PRIVATE;            /* but the file stays as it was */
     int rc = ubj_nvm_attach(cfg->nvm_path, cfg->nvm_size, cfg->cache_blocks,
-                            uuid, f, &r);
+                            img->uuid, f, &r);
     if (rc < 0)
         return rc;
     if (cfg->nvm_profile != NULL) {
         struct ubj_nvm_model *m;
-        struct ubj_bdev *md = dev ? ubj_model_find(dev) : NULL;
+        struct ubj_bdev *md = img->dev ? ubj_model_find(img->dev) : NULL;
         rc = ubj_nvm_model_create(cfg->nvm_profile,
                                   md ? ubj_model_clock(md) : NULL, &m);
         if (rc < 0) {
@@ -303,8 +383,52 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
     }
     p->r = r;
     p->rdonly = (cfg->flags & UBJ_MOUNT_RDONLY) != 0;
+    rc = ubjm_check_region(cfg, img, r);
+    if (rc < 0) {
+        ubj_mode_release(p);
+        return rc;
+    }
     *arg = p;
     return 0;
+}
+
+/* ubjm_record -- a read-write mount: number it, in the region first (a
+ * crash before the image records it leaves the region newer, which is
+ * accepted; an older copy never is); the home superblock must say MOUNTED,
+ * mode ubj and the region's id before anything commits (commits go to
+ * the region only), with ERRORS if the region recorded a device error. */
+int ubjm_record(struct ubj_txn *t, const struct ubj_mode_image *img,
+                struct ubj_mode_record *rec)
+{
+    struct ubj_prep *p = t->arg;
+    rec->region_id = ubj_nvm_region_id(p->r);
+    if (rec->region_id == 0)
+        return 0;
+    uint64_t g = ubj_nvm_mount_gen(p->r);
+    if (img->gen > g)
+        g = img->gen;
+    rec->gen = g + 1;
+    int rc = ubj_nvm_set_mount_gen(p->r, rec->gen);
+    if (rc < 0)
+        return ubj_set_error(rc, "mount: cannot record the mount in the NVM "
+                             "region: %s", strerror(-rc));
+    struct ubj_nvm_error e;
+    rec->errors = ubj_nvm_error_get(p->r, &e) == 1;
+    rec->write_home = true;
+    return 0;
+}
+
+/* ubjm_error -- the region's record of a device error (a checkpoint
+ * failed: docs/UBJ.md, "Device errors"); `clear`: forget it. */
+int ubjm_error(struct ubj_txn *t, bool clear)
+{
+    struct ubj_prep *p = t->arg;
+    if (p == NULL)
+        return 0;
+    if (clear)
+        return ubj_nvm_error_clear(p->r);
+    struct ubj_nvm_error e;
+    return ubj_nvm_error_get(p->r, &e);
 }
 
 /* ubj_mode_release -- close the region (the cache is gone). */
