@@ -66,7 +66,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "fs/fs.h"
-#include "ubjfs/nvm.h"        /* is the device an image+region overlay */
+#include "ubjfs/nvm.h"        /* is the device an NVM view (image + region) */
 
 #define CK_EXT_MAX_DEPTH 5u         /* extent.c's EXT_MAX_DEPTH */
 #define CK_DIR_MAX_DEPTH 8u         /* dir.c's DIR_MAX_DEPTH */
@@ -666,7 +666,7 @@ static void ck_super_fields(struct ck *ck)
             sb->mount_mode = 0;
             ck->sb_dirty = true;
         }
-        else if (!ubj_nvm_is_overlay(ck->dev))
+        else if (!ubj_nvm_is_view(ck->dev))
             ck_note(ck, "mode ubj: unless this is the image with its NVM region "
                     "overlaid, committed blocks may be only in the region");
     }

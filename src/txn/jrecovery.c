@@ -18,7 +18,7 @@
  * Invariants:
  *  - Recovery reads the log through g->dev only and writes only in REPLAY
  *    and the superblock reset, so pointing g->dev at an overlay
- *    (src/dev/overlay.c) makes it harmless (fsck -n).
+ *    (src/dev/cow.c) makes it harmless (fsck -n).
  *  - Every count, position and block number read from the log is checked
  *    before use: a corrupt log gives -EUCLEAN (or, with UBJ_JREC_FORCE,
  *    a skipped block and a problem line), never a crash or a write outside
@@ -776,7 +776,7 @@ static int jr_fsck_reset(const struct ubj_jgeom *g, struct ubj_jsuper *js)
 static int jr_fsck_replay(struct ubj_jgeom *g, bool repair, struct ubj_mode_view *out)
 {
     if (!repair) {
-        int rc = ubj_bdev_overlay_create(g->dev, UBJ_OVERLAY_BORROW, &out->view);
+        int rc = ubj_bdev_cow_create(g->dev, UBJ_COW_BORROW, &out->view);
         if (rc < 0)
             return rc;
         g->dev = out->view;

@@ -139,6 +139,14 @@ struct ubj_mode_ops {
     int (*error)(struct ubj_txn *t, bool clear);
     /* release: free what prepare() made (after the cache is gone). */
     void (*release)(void *arg);
+    /*
+     * view: fsck -- the image img describes (img->dev, which the view owns
+     * once made) with what the mode's resource at `path` (UBJ: an NVM
+     * region) holds for it recovered over it, read-only: the recovery
+     * mount runs.  0 and *out, or -errno with the message set.
+     */
+    int (*view)(const struct ubj_mode_image *img, const char *path,
+                struct ubj_bdev **out);
 };
 
 /* ubj_mode_ops.flags */
@@ -242,6 +250,15 @@ struct ubj_mode_view {
  */
 int ubj_txn_view(const struct ubj_mode_image *img, bool repair,
                  struct ubj_mode_view *out);
+
+/*
+ * ubj_txn_view_region -- fsck: the recovered read-only view of the image
+ * img describes with the NVM region at `path` (the view verb of the mode
+ * that keeps a region).  Owns img->dev once it succeeds.  0 and *out, or
+ * -errno with the message set.
+ */
+int ubj_txn_view_region(const struct ubj_mode_image *img, const char *path,
+                        struct ubj_bdev **out);
 
 int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
                   struct ubj_cache *c, struct ubj_bdev *dev);

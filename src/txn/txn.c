@@ -161,6 +161,17 @@ int ubj_txn_view(const struct ubj_mode_image *img, bool repair,
     return ubj_journal_fsck(img, repair, out);
 }
 
+/* ubj_txn_view_region -- the view verb of the mode that keeps a region. */
+int ubj_txn_view_region(const struct ubj_mode_image *img, const char *path,
+                        struct ubj_bdev **out)
+{
+    assert(img != NULL && out != NULL);
+    for (size_t i = 0; i < sizeof txn_modes / sizeof txn_modes[0]; i++)
+        if (txn_modes[i]->view != NULL)
+            return txn_modes[i]->view(img, path, out);
+    return ubj_set_error(-EINVAL, "nvm overlay: no mode keeps an NVM region");
+}
+
 /* ubj_txn_mount -- fill in t's common fields and run the mode's mount. */
 int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
                   struct ubj_cache *c, struct ubj_bdev *dev)

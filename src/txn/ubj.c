@@ -989,4 +989,5 @@ const struct ubj_mode_ops ubj_mode_ubj = {
     .record = ubjm_record,
     .error = ubjm_error,
     .release = ubj_mode_release,
+    .view = ubjm_view,
 };
