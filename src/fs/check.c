@@ -650,25 +650,27 @@ static void ck_super_fields(struct ck *ck)
     }
     if (sb->state & UBJ_STATE_MOUNTED)
         ck_note(ck, "the file system was not cleanly unmounted (state MOUNTED)");
-    if ((sb->state & UBJ_STATE_MOUNTED) &&
-        (sb->mount_mode == UBJ_FMT_MODE_UBJ || sb->mode == UBJ_FMT_MODE_UBJ)) {
+    struct ubj_mode_image img;
+    fs_mode_image(sb, ck->dev, !ck->repair, &img);
+    const struct ubj_mode_ops *m = ubj_txn_unrecovered(&img);   /* UBJ */
+    if (m != NULL) {
         if (ck->repair && !ck->discard_nvm)
-            ck_fatal(ck, "mode ubj: the newest committed blocks may be only in NVM "
+            ck_fatal(ck, "mode %s: the newest committed blocks may be only in NVM "
                      "region %016llx; mount the image with its region (which "
                      "recovers them) before repairing it, or, if the region is "
                      "lost, repair without it (--discard-nvm)",
-                     CK_LL(sb->nvm_region_id));
+                     m->name, CK_LL(sb->nvm_region_id));
         else if (ck->repair) {
-            ck_note(ck, "mode ubj: repairing without NVM region %016llx: its "
+            ck_note(ck, "mode %s: repairing without NVM region %016llx: its "
                     "committed blocks not yet home are given up",
-                    CK_LL(sb->nvm_region_id));
+                    m->name, CK_LL(sb->nvm_region_id));
             sb->nvm_region_id = 0;   /* that region may never roll it back */
             sb->mount_mode = 0;
             ck->sb_dirty = true;
         }
         else if (!ubj_nvm_is_view(ck->dev))
-            ck_note(ck, "mode ubj: unless this is the image with its NVM region "
-                    "overlaid, committed blocks may be only in the region");
+            ck_note(ck, "mode %s: unless this is the image with its NVM region "
+                    "overlaid, committed blocks may be only in the region", m->name);
     }
     if (sb->state & UBJ_STATE_ERRORS)
         ck_note(ck, "the file system has its ERRORS flag set");

@@ -988,6 +988,7 @@ void fs_mode_image(const struct ubj_super *sb, struct ubj_bdev *dev, bool rdonly
         .mounted = (sb->state & UBJ_STATE_MOUNTED) != 0,
         .errors = (sb->state & UBJ_STATE_ERRORS) != 0,
         .last = ubj_mode_find(super_mode_by_fmt(sb->mount_mode)),
+        .recorded = ubj_mode_find(super_mode_by_fmt(sb->mode)),
         .region_id = sb->nvm_region_id,
         .gen = sb->nvm_gen,
         .area_start = sb->journal_start,

@@ -2,7 +2,7 @@
  * jformat.h -- the on-disk structures of the journal area (modes ordered,
  * journal and writeback; docs/FORMAT.md section 13 says the same in
  * prose, docs/JOURNAL.md the design).  The area's place in the image is
- * the superblock's journal_start/journal_blocks (src/fs/format.h), which
+ * the superblock's journal_start/journal_blocks (the file system's), which
  * the file system hands to the modes as struct ubj_mode_image
  * (src/txn/mode.h: area_start, area_blocks).
  *

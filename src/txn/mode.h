@@ -49,6 +49,8 @@ struct ubj_mode_image {
     bool errors;                   /* state ERRORS */
     const struct ubj_mode_ops *last; /* the mode of the last mount (its
                                       recorded code); NULL: unknown */
+    const struct ubj_mode_ops *recorded; /* the image's recorded mode;
+                                      NULL: unknown */
     uint64_t region_id;            /* the NVM region that mount used; 0: none */
     uint64_t gen;                  /* the region's mount generation then */
     uint64_t area_start;           /* the format area (the journal's), */
@@ -154,6 +156,9 @@ struct ubj_mode_ops {
                                  which it mounts and recovers itself; for
                                  other modes mount replays a log left there
                                  (docs/JOURNAL.md) */
+#define UBJ_MODE_F_REGION 0x2u /* keeps committed blocks in an NVM region,
+                                  off the image, until they are written
+                                  home (UBJ): an unclean image needs it */
 
 struct ubj_txn_stats {
     uint64_t commits, checkpoints;
@@ -259,6 +264,13 @@ int ubj_txn_view(const struct ubj_mode_image *img, bool repair,
  */
 int ubj_txn_view_region(const struct ubj_mode_image *img, const char *path,
                         struct ubj_bdev **out);
+
+/*
+ * ubj_txn_unrecovered -- fsck: the mode whose region may hold the newest
+ * committed blocks of the image img describes (not unmounted cleanly, and
+ * its last mount's or its recorded mode keeps a region), or NULL.
+ */
+const struct ubj_mode_ops *ubj_txn_unrecovered(const struct ubj_mode_image *img);
 
 int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
                   struct ubj_cache *c, struct ubj_bdev *dev);

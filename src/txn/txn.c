@@ -172,6 +172,18 @@ int ubj_txn_view_region(const struct ubj_mode_image *img, const char *path,
     return ubj_set_error(-EINVAL, "nvm overlay: no mode keeps an NVM region");
 }
 
+/* ubj_txn_unrecovered -- the mode whose region an unclean image needs. */
+const struct ubj_mode_ops *ubj_txn_unrecovered(const struct ubj_mode_image *img)
+{
+    if (!img->mounted)
+        return NULL;
+    if (img->last != NULL && (img->last->flags & UBJ_MODE_F_REGION))
+        return img->last;
+    if (img->recorded != NULL && (img->recorded->flags & UBJ_MODE_F_REGION))
+        return img->recorded;
+    return NULL;
+}
+
 /* ubj_txn_mount -- fill in t's common fields and run the mode's mount. */
 int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
                   struct ubj_cache *c, struct ubj_bdev *dev)
