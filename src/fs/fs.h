@@ -4,7 +4,8 @@
  *
  * Modules (one job each):
  *   super.c   format, mount, unmount, sync, statfs, superblock I/O,
- *             metadata seal/verify, the background timer
+ *             metadata seal/verify, the background timer, the image's
+ *             description for the mode verbs (fs_mode_image)
  *   alloc.c   block and inode bitmaps: allocate, free, counts
  *   inode.c   inode references (fs_iref), attributes, timestamps, the
  *             open table, the orphan list, freeing an inode
@@ -15,6 +16,8 @@
  *   namei.c   namespace operations (mknod, mkdir, unlink, rmdir, rename,
  *             link, symlink, readlink, readdir, lookup) and path helpers
  *   check.c   fsck: reads the raw device, shares nothing mutable
+ *   view.c    fsck --nvm: the recovered read-only view of an image and
+ *             its NVM region (the mode's view verb)
  *   scrub.c   -o scrub: check.c's passes over a mounted image
  *
  * Locking: every public entry point takes fs->lock (a mutex) for its
