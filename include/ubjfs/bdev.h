@@ -83,6 +83,15 @@ struct ubj_bdev {
     struct ubj_bdev *lower;   /* wrapped device, owned; NULL for a leaf */
     struct ubj_bdev_stats stats; /* [atomic] */
     uint32_t mounted;         /* [atomic] 1 while a ubj_mount holds it */
+    uint32_t kind;            /* UBJ_BDEV_KIND_*: what it is (ubj_bdev_kind) */
+};
+
+/* What a device is (struct ubj_bdev.kind, set by its constructor). */
+enum ubj_bdev_kind {
+    UBJ_BDEV_KIND_DEVICE = 0, /* a device, or a wrapper that passes every
+                                 block down (fault, record, model) */
+    UBJ_BDEV_KIND_COW = 1,    /* copy-on-write memory overlay (ubj_bdev_cow_create) */
+    UBJ_BDEV_KIND_MAP = 2,    /* read-only map overlay (ubj_bdev_map_create) */
 };
 
 /* ---- dispatch (src/dev/bdev.c) ---------------------------------------- */
@@ -113,6 +122,9 @@ void ubj_bdev_stats_get(const struct ubj_bdev *d, struct ubj_bdev_stats *out);
 
 /* ubj_bdev_stats_reset -- zero d's counters (not those of lower devices). */
 void ubj_bdev_stats_reset(struct ubj_bdev *d);
+
+/* ubj_bdev_kind -- what d is: UBJ_BDEV_KIND_* (DEVICE for NULL). */
+uint32_t ubj_bdev_kind(const struct ubj_bdev *d);
 
 /* ---- leaf devices ------------------------------------------------------ */
 
@@ -236,22 +248,57 @@ int ubj_bdev_record_crash(struct ubj_bdev *d, uint64_t k,
                           const struct ubj_rec_choice *choice, uint64_t nchoice,
                           struct ubj_bdev *target);
 
-/* ---- in-memory overlay (src/dev/overlay.c) ----------------------------- */
+/*
+ * ---- overlays: devices over `lower` that serve some blocks themselves ----
+ *
+ * cow (src/dev/cow.c): copy-on-write in memory -- every write kept there,
+ * lower never written (fsck -n replays a journal into one).
+ * map (src/dev/map.c): read-only -- the blocks a map names come from the
+ * map's memory, the others from lower (the NVM view of an image and its
+ * region, src/nvm/view.c, is one).
+ */
 
-#define UBJ_OVERLAY_BORROW 0x1u  /* do not destroy `lower` with the overlay */
+#define UBJ_COW_BORROW 0x1u  /* do not destroy `lower` with the overlay */
 
 /*
- * ubj_bdev_overlay_create -- a device that reads `lower` but keeps every
+ * ubj_bdev_cow_create -- a device that reads `lower` but keeps every
  * write in memory (lower is never written; flush does nothing): lets fsck
  * -n replay a journal without changing the image.  Owns `lower` unless
- * UBJ_OVERLAY_BORROW.  On failure `lower` is NOT destroyed.  Returns 0,
- * -EINVAL or -ENOMEM.
+ * UBJ_COW_BORROW.  On failure `lower` is NOT destroyed.  Returns 0,
+ * -EINVAL or -ENOMEM.  Its kind is UBJ_BDEV_KIND_COW.
  */
-int ubj_bdev_overlay_create(struct ubj_bdev *lower, unsigned flags,
-                            struct ubj_bdev **out);
+int ubj_bdev_cow_create(struct ubj_bdev *lower, unsigned flags,
+                        struct ubj_bdev **out);
 
-/* ubj_bdev_overlay_blocks -- blocks held in memory (0: not an overlay). */
-uint64_t ubj_bdev_overlay_blocks(const struct ubj_bdev *d);
+/* ubj_bdev_cow_blocks -- blocks held in memory (0: not a cow overlay). */
+uint64_t ubj_bdev_cow_blocks(const struct ubj_bdev *d);
+
+/* What a map overlay serves itself. */
+struct ubj_bdev_map {
+    const char *name;        /* the device's name (in messages) */
+    const void *owner;       /* its creator's tag (ubj_bdev_map_owner) */
+    const char *erofs;       /* the message of a write (-EROFS) */
+    /* the 4096-byte copy of blkno the map holds, or NULL: lower's */
+    const uint8_t *(*find)(void *ctx, uint64_t blkno);
+    void (*fini)(void *ctx); /* on destroy, after lower is destroyed */
+    void *ctx;
+};
+
+/*
+ * ubj_bdev_map_create -- a read-only device over `lower` (which it owns
+ * once this succeeds): each block map->find names comes from the map,
+ * runs of the others from lower; writes fail with -EROFS (map->erofs);
+ * flush does nothing.  Geometry and guarantees are lower's; the kind is
+ * UBJ_BDEV_KIND_MAP.  *map is copied.  Returns 0 and *out, -EINVAL or
+ * -ENOMEM (then neither lower nor ctx is touched).
+ */
+int ubj_bdev_map_create(struct ubj_bdev *lower, const struct ubj_bdev_map *map,
+                        struct ubj_bdev **out);
+
+/* ubj_bdev_map_owner -- the owner tag d was created with if d is a map
+ * overlay, else NULL; ubj_bdev_map_ctx -- its ctx (NULL likewise). */
+const void *ubj_bdev_map_owner(const struct ubj_bdev *d);
+void *ubj_bdev_map_ctx(const struct ubj_bdev *d);
 
 #ifdef __cplusplus
 }

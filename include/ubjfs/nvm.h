@@ -252,48 +252,46 @@ size_t ubj_nvm_shadow_size(const struct ubj_nvm_shadow *s);
 int ubj_nvm_shadow_image(const struct ubj_nvm_shadow *s,
                          enum ubj_shadow_policy policy, uint64_t seed, void *buf);
 
-/* ---- UBJ pairing and recovery (src/txn/ubj_recovery.c) ---------------- */
-
-#define UBJ_NVMA_FORMAT 0x1u   /* (re)initialise the region (--format-nvm) */
-#define UBJ_NVMA_RDONLY 0x2u   /* open read-only (fsck) */
-#define UBJ_NVMA_PRIVATE 0x4u  /* UBJ_NVM_OPEN_PRIVATE (a read-only mount) */
+/* ---- pairing a region with an image (src/nvm/pair.c) ------------------ */
 
 /*
- * ubj_nvm_attach -- the region for image `uuid`, the way mount and mkfs
- * get it.  Without UBJ_NVMA_FORMAT: open it and refuse (writing nothing)
- * a region of another image (-EINVAL), another layout (-EINVAL: `nbufs`
- * != 0 and different, or `size` != 0 and different), a corrupt one
- * (-EUCLEAN) or a missing one (-ENOENT).  With UBJ_NVMA_FORMAT: make an
- * empty region of `nbufs` buffers (0: as many as fit in `size`; both 0:
- * 16384), but refuse with -EBUSY, writing nothing, a valid region that
- * still holds committed blocks not yet written home ("mount once without
- * --format-nvm to checkpoint").  Returns 0 and *out.
+ * ubj_nvm_pair_check -- refuse (writing nothing) a region r of another
+ * image than `uuid` (-EINVAL, "nvm: PATH belongs to another image (uuid
+ * ...; this image is ...)") or of another layout (-EINVAL: `nbufs` != 0
+ * and different, or `size` != 0 and different).  0 if it pairs.  How a
+ * mode attaches its region (and refuses to format one that still holds
+ * committed blocks) is the mode's: src/txn/ubj.h, ubj_nvm_attach.
  */
-int ubj_nvm_attach(const char *path, uint64_t size, uint32_t nbufs,
-                   const uint8_t uuid[16], unsigned flags, struct ubj_nvm **out);
+int ubj_nvm_pair_check(struct ubj_nvm *r, uint64_t size, uint32_t nbufs,
+                       const uint8_t uuid[16]);
+
+/* ubj_nvm_uuid_text -- the usual text form of a uuid (36 chars + NUL). */
+void ubj_nvm_uuid_text(const uint8_t u[16], char out[37]);
+
+/* ---- the NVM view (src/nvm/view.c) ----------------------------------- */
+
+/* One block the view serves from the region: its buffer there. */
+struct ubj_nvm_view_block {
+    uint64_t blkno;      /* the image's block */
+    uint32_t buf;        /* the region buffer (descriptor index) holding it */
+};
 
 /*
- * ubj_nvm_pending -- committed blocks of the region that recovery would
- * keep (not yet written home).  The same scan mount's recovery runs.
- * Returns the count, or -EUCLEAN for a corrupt descriptor array.
+ * ubj_nvm_view_create -- a read-only block device over `image` that
+ * serves each listed block from its region buffer in r, every other one
+ * from the image: a map overlay (include/ubjfs/bdev.h) named
+ * "nvm-overlay", whose writes fail with -EROFS.  Which buffers are listed
+ * is the caller's (the UBJ mode's recovery scan: ubj_nvm_overlay_create).
+ * Owns image and r once this succeeds; *blocks is copied.  0 and *out,
+ * -EINVAL, -ENOMEM.
  */
-int64_t ubj_nvm_pending(struct ubj_nvm *r, uint64_t dev_nblocks);
+int ubj_nvm_view_create(struct ubj_bdev *image, struct ubj_nvm *r,
+                        const struct ubj_nvm_view_block *blocks, uint32_t n,
+                        struct ubj_bdev **out);
 
-/*
- * ubj_nvm_overlay_create -- a read-only block device that serves each
- * block from the newest committed version in the region at `region_path`
- * (as recovery would keep it), else from `image`, which it wraps (and
- * owns once this succeeds).  The region is opened read-only and must
- * belong to the image (uuid read from image block 0 at byte 40); writes
- * fail with -EROFS.  Lets ubj_check run unchanged on a pair.  Returns 0
- * and *out; the errors of ubj_nvm_attach; -ENOMEM.
- */
-int ubj_nvm_overlay_create(struct ubj_bdev *image, const char *region_path,
-                           struct ubj_bdev **out);
-
-/* ubj_nvm_is_overlay -- 1 if d is a device made by ubj_nvm_overlay_create
- * (fsck then checks the pair, not the bare image), else 0. */
-int ubj_nvm_is_overlay(const struct ubj_bdev *d);
+/* ubj_nvm_is_view -- 1 if d is a device made by ubj_nvm_view_create (fsck
+ * then checks the pair, not the bare image), else 0. */
+int ubj_nvm_is_view(const struct ubj_bdev *d);
 
 #ifdef __cplusplus
 }

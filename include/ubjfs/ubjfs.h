@@ -561,6 +561,20 @@ void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out);
 #define UBJ_CHECK_OPERROR     8
 
 /*
+ * ubj_nvm_overlay_create -- the recovered read-only view of an image and
+ * its NVM region (src/fs/view.c): a block device that serves each block
+ * from the newest committed version in the region at `region_path` (as
+ * recovery would keep it), else from `image`, which it wraps (and owns
+ * once this succeeds).  The region is opened read-only and must belong to
+ * the image (the uuid in image block 0); writes fail with -EROFS.  Lets
+ * ubj_check run unchanged on a pair (ubj_nvm_is_view tells it is one).
+ * Returns 0 and *out; the errors of ubj_nvm_attach; -EUCLEAN (no ubjfs
+ * superblock); -ENOMEM.
+ */
+int ubj_nvm_overlay_create(struct ubj_bdev *image, const char *region_path,
+                           struct ubj_bdev **out);
+
+/*
  * ubj_check -- check the unmounted image on `dev`: superblock, bitmaps
  * against reachability, link counts, directory structure ('.'/'..'),
  * blocks used twice, sizes against extents, checksums; the superblock's

@@ -505,7 +505,7 @@ static int ex_fsck(struct ex *x, const char *region, char *why, size_t len)
     struct ubj_bdev *dev = x->img, *ov = NULL, *nov = NULL;
     int rc = 0;
     if (region != NULL) {
-        rc = ubj_bdev_overlay_create(x->img, UBJ_OVERLAY_BORROW, &ov);
+        rc = ubj_bdev_cow_create(x->img, UBJ_COW_BORROW, &ov);
         if (rc == 0 && (rc = ubj_nvm_overlay_create(ov, region, &nov)) < 0)
             ubj_bdev_destroy(ov);
         dev = nov;

@@ -2,8 +2,9 @@
  * bdev.c -- the block-device dispatch layer: every read, write and flush
  * from the layers above passes through ubj_bdev_read/write/flush here.
  *
- * Owns: argument and bounds checks, the statistics in d->stats, and the
- * one hook point for tracing.  Kept tiny: it is on the hot path.
+ * Owns: argument and bounds checks, the statistics in d->stats, the
+ * one hook point for tracing, and the query of what a device is
+ * (ubj_bdev_kind: no layer tests an ops table's identity).  Kept tiny: it is on the hot path.
  *
  * Invariants:
  *  - A device op is called only with d, d->ops and buf non-NULL, count > 0
@@ -130,4 +131,10 @@ void ubj_bdev_stats_reset(struct ubj_bdev *d)
     __atomic_store_n(&d->stats.bytes_read, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&d->stats.bytes_written, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&d->stats.errors, 0, __ATOMIC_RELAXED);
+}
+
+/* ubj_bdev_kind -- what d is. */
+uint32_t ubj_bdev_kind(const struct ubj_bdev *d)
+{
+    return d != NULL ? d->kind : UBJ_BDEV_KIND_DEVICE;
 }

@@ -73,9 +73,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "fs/fs.h"
-#include "txn/journal.h"     /* journal replay before the passes */
 #include "txn/registry.h"    /* the modes an image may record */
-#include "ubjfs/nvm.h"        /* is the device an image+region overlay */
+#include "ubjfs/nvm.h"        /* is the device an NVM view (image + region) */
 #include "fs/check_int.h"
 
 /* ---- pass 0: the superblock ------------------------------------------------- */
@@ -190,25 +189,27 @@ static void ck_super_fields(struct ck *ck)
     }
     if (sb->state & UBJ_STATE_MOUNTED)
         ck_note(ck, "the file system was not cleanly unmounted (state MOUNTED)");
-    if ((sb->state & UBJ_STATE_MOUNTED) &&
-        (sb->mount_mode == UBJ_FMT_MODE_UBJ || sb->mode == UBJ_FMT_MODE_UBJ)) {
+    struct ubj_mode_image img;
+    fs_mode_image(sb, ck->dev, !ck->repair, &img);
+    const struct ubj_mode_ops *m = ubj_txn_unrecovered(&img);   /* UBJ */
+    if (m != NULL) {
         if (ck->repair && !ck->discard_nvm)
-            ck_fatal(ck, "mode ubj: the newest committed blocks may be only in NVM "
+            ck_fatal(ck, "mode %s: the newest committed blocks may be only in NVM "
                      "region %016llx; mount the image with its region (which "
                      "recovers them) before repairing it, or, if the region is "
                      "lost, repair without it (--discard-nvm)",
-                     CK_LL(sb->nvm_region_id));
+                     m->name, CK_LL(sb->nvm_region_id));
         else if (ck->repair) {
-            ck_note(ck, "mode ubj: repairing without NVM region %016llx: its "
+            ck_note(ck, "mode %s: repairing without NVM region %016llx: its "
                     "committed blocks not yet home are given up",
-                    CK_LL(sb->nvm_region_id));
+                    m->name, CK_LL(sb->nvm_region_id));
             sb->nvm_region_id = 0;   /* that region may never roll it back */
             sb->mount_mode = 0;
             ck->sb_dirty = true;
         }
-        else if (!ubj_nvm_is_overlay(ck->dev))
-            ck_note(ck, "mode ubj: unless this is the image with its NVM region "
-                    "overlaid, committed blocks may be only in the region");
+        else if (!ubj_nvm_is_view(ck->dev))
+            ck_note(ck, "mode %s: unless this is the image with its NVM region "
+                    "overlaid, committed blocks may be only in the region", m->name);
     }
     if (sb->state & UBJ_STATE_ERRORS)
         ck_note(ck, "the file system has its ERRORS flag set");
@@ -311,14 +312,43 @@ static void ck_free(struct ck *ck)
     free(ck);
 }
 
-/* ck_journal -- before pass 0: replay what a journaled session left
- * (src/txn/jrecovery.c) -- onto the image with repair, else into an
- * in-memory overlay that the passes then read (*view, destroyed by the
- * caller).  Its note and problem lines are reported here. */
+/* ck_journal_image -- the image on ck->dev as the modes see it, if block 0
+ * is a ubjfs superblock whose checksum is right (pass 0 judges the rest);
+ * else img->dev stays NULL.  0 or -ENOMEM. */
+static int ck_journal_image(struct ck *ck, struct ubj_mode_image *img)
+{
+    memset(img, 0, sizeof *img);
+    struct ubj_bdev *dev = ck->dev;
+    if (dev->block_size != UBJ_BS || dev->nblocks == 0)
+        return 0;
+    struct ubj_super *sb = aligned_alloc(UBJ_BS, UBJ_BS);
+    if (sb == NULL)
+        return -ENOMEM;
+    if (ubj_bdev_read(dev, 0, 1, sb) == 0 && sb->hdr.magic == UBJ_MAGIC_SUPER) {
+        uint32_t seed = ubj_crc32c(~0u, sb->uuid, 16);   /* else pass 0 reports it */
+        struct ubj_blkhdr h = sb->hdr;
+        sb->hdr.crc = 0;
+        bool ok = ubj_crc32c(seed, sb, UBJ_BS) == h.crc;
+        sb->hdr = h;
+        if (ok)
+            fs_mode_image(sb, dev, !ck->repair, img);
+    }
+    free(sb);
+    return 0;
+}
+
+/* ck_journal -- before pass 0: the recovered read-only view the modes give
+ * of the image (ubj_txn_view: a log left in the format area replayed) --
+ * onto the image with repair, else into an in-memory overlay that the
+ * passes then read (*view, destroyed by the caller).  Its note and problem
+ * lines are reported here. */
 static void ck_journal(struct ck *ck, struct ubj_bdev **view)
 {
-    struct ubj_jfsck j;
-    int rc = ubj_journal_fsck(ck->dev, ck->repair, &j);
+    struct ubj_mode_view j;
+    struct ubj_mode_image img;
+    int rc = ck_journal_image(ck, &img);
+    if (rc == 0)
+        rc = ubj_txn_view(&img, ck->repair, &j);
     if (rc < 0) {
         ck_fatal(ck, "journal: cannot replay: %s", strerror(-rc));
         return;

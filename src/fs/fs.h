@@ -4,7 +4,8 @@
  *
  * Modules (one job each):
  *   super.c   format, mount, unmount, sync, statfs, superblock I/O,
- *             metadata seal/verify, the background timer
+ *             metadata seal/verify, the background timer, the image's
+ *             description for the mode verbs (fs_mode_image)
  *   alloc.c   block and inode bitmaps: allocate, free, counts
  *   inode.c   inode references (fs_iref), attributes, timestamps, the
  *             open table, the orphan list, freeing an inode
@@ -15,6 +16,8 @@
  *   namei.c   namespace operations (mknod, mkdir, unlink, rmdir, rename,
  *             link, symlink, readlink, readdir, lookup) and path helpers
  *   check.c   fsck: reads the raw device, shares nothing mutable
+ *   view.c    fsck --nvm: the recovered read-only view of an image and
+ *             its NVM region (the mode's view verb)
  *   scrub.c   -o scrub: check.c's passes over a mounted image
  *
  * Locking: every public entry point takes fs->lock (a mutex) for its
@@ -58,11 +61,12 @@ struct ubj_fs {
     struct ubj_txn txn;
     struct ubj_super sb;           /* in-memory copy; [lock] */
     uint32_t csum_seed;            /* crc32c of the uuid */
-    uint64_t nvm_region_id;        /* mode ubj: the attached region's id, else 0 */
-    struct ubj_nvm *nvm;           /* mode ubj: the attached region (the mode's) */
-    uint64_t nvm_gen;              /* mode ubj, read-write: this mount's generation */
-    bool errors_home;              /* [lock] mode ubj: the region's recorded
-                                      device error is in the home superblock */
+    struct ubj_mode_record mrec;   /* what this read-write mount records of
+                                      the mode's resources (ubj_txn_record);
+                                      zero: nothing */
+    bool errors_home;              /* [lock] the device error the mode's
+                                      resources recorded (ubj_txn_error) is
+                                      in the home superblock */
     void (*now)(void *ctx, struct timespec *ts);   /* cfg.now, or NULL */
     void *now_ctx;
     unsigned flags;                /* UBJ_MOUNT_* */
@@ -158,6 +162,11 @@ int fs_inode_new(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent_hint,
 /* fs_inode_drop_link -- nlink--, ctime; at 0: free now if not open,
  * otherwise put on the orphan list.  */
 int fs_inode_drop_link(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
+/* fs_mode_image -- the image whose superblock is sb on dev, as a mode's
+ * verbs see it (src/txn/mode.h); rdonly: the mount is read-only. */
+void fs_mode_image(const struct ubj_super *sb, struct ubj_bdev *dev, bool rdonly,
+                   struct ubj_mode_image *img);
+
 /* fs_inode_release_final -- free every block of the inode and the inode. */
 int fs_inode_destroy(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);
 /* open table */

@@ -31,9 +31,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 #include "fs/fs.h"
-#include "txn/journal.h"     /* the journal area: format, other modes' mount */
 #include "txn/registry.h"    /* mode names <-> on-disk codes */
-#include "txn/ubj.h"         /* the region a ubj mount attached (its id) */
 #include "ubjfs/model.h"      /* ubj_model_async_*: the timer's I/O */
 
 #define SUPER_MIN_BLOCKS 256u
@@ -301,8 +299,9 @@ int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h)
 }
 
 /*
- * super_errors_home -- mode ubj, once its region records a device error
- * (a checkpoint failed: docs/UBJ.md, "Device errors"): put ERRORS into the
+ * super_errors_home -- once the mode's resources record a device error
+ * (ubj_txn_error; UBJ: a checkpoint failed: docs/UBJ.md, "Device errors"):
+ * put ERRORS into the
  * home superblock straight on the device -- read it, set the bit (MOUNTED
  * stays: the region holds committed blocks the image lacks), reseal,
  * write, flush -- as soon as the device takes it; the cached copy may be
@@ -312,9 +311,8 @@ int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h)
  */
 static void super_errors_home(struct ubj_fs *fs)
 {
-    struct ubj_nvm_error e;
-    if (fs->errors_home || fs->nvm == NULL || (fs->flags & UBJ_MOUNT_RDONLY) ||
-        !ubj_nvm_error_get(fs->nvm, &e))
+    if (fs->errors_home || (fs->flags & UBJ_MOUNT_RDONLY) ||
+        ubj_txn_error(&fs->txn, false) == 0)
         return;
     char msg[512];
     snprintf(msg, sizeof msg, "%s", ubj_errormsg());
@@ -334,7 +332,8 @@ static void super_errors_home(struct ubj_fs *fs)
 }
 
 /* fs_stop -- stop the handle (if any) and unlock; the first error wins.
- * A failed call of a ubj mount whose checkpoint failed records ERRORS. */
+ * A failed call of a mount whose mode recorded a device error (UBJ: its
+ * checkpoint failed) records ERRORS. */
 int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc)
 {
     if (h) {
@@ -342,7 +341,7 @@ int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc)
         if (rc >= 0 && src < 0)
             rc = src;
     }
-    if (rc < 0 && fs->nvm != NULL && !fs->errors_home)
+    if (rc < 0 && !fs->errors_home)
         super_errors_home(fs);
     pthread_mutex_unlock(&fs->lock);
     return rc;
@@ -533,7 +532,7 @@ static void super_fill(struct ubj_super *sb, const struct super_layout *l,
 
 /* super_format_check -- validate the device and options. */
 static int super_format_check(struct ubj_bdev *dev, const struct ubj_format_opts *o,
-                              int64_t *mode)
+                              int64_t *mode, const struct ubj_mode_ops **ops)
 {
     if (!dev)
         return ubj_set_error(-EINVAL, "format: no device");
@@ -551,50 +550,37 @@ static int super_format_check(struct ubj_bdev *dev, const struct ubj_format_opts
         return ubj_set_error(-EINVAL, "format: label longer than 31 bytes");
     const char *name = o->mode ? o->mode : UBJ_MODE_NONE;
     *mode = super_mode_by_name(name);
-    if (*mode < 0 || !ubj_mode_find(name))
+    *ops = ubj_mode_find(name);
+    if (*mode < 0 || !*ops)
         return ubj_set_error(-EINVAL, "format: unknown mode \"%s\"", name);
     if (o->flags & ~(UBJ_FORMAT_ZEROED | UBJ_FORMAT_JOURNAL_ASYNC))
         return ubj_set_error(-EINVAL, "format: unknown flags 0x%x", o->flags);
     return 0;
 }
 
-/* super_layout_journal -- reserve the journal area after the inode table:
- * opts.journal_blocks, or for a journal mode the default scaled to the
- * image (src/txn/jrecovery.c).  0, -EINVAL (too small), -ENOSPC. */
-static int super_layout_journal(struct super_layout *l,
-                                const struct ubj_format_opts *o, uint32_t mode)
+/* super_layout_area -- reserve the mode's format area (the journal's)
+ * after the inode table (ubj_txn_format_reserve).  0, -EINVAL, -ENOSPC. */
+static int super_layout_area(struct super_layout *l, const struct ubj_format_opts *o,
+                             const struct ubj_mode_ops *ops)
 {
-    bool jmode = mode == UBJ_FMT_MODE_ORDERED || mode == UBJ_FMT_MODE_JOURNAL ||
-                 mode == UBJ_FMT_MODE_WRITEBACK;
-    uint64_t jb = o->journal_blocks;
-    if (jb == 0 && jmode)
-        jb = ubj_journal_default_blocks(l->nblocks);
-    if (jb == 0)
-        return 0;
-    if (jb < UBJ_JOURNAL_MIN_BLOCKS)
-        return ubj_set_error(-EINVAL, "format: a journal of %llu blocks is "
-                             "smaller than %u blocks", (unsigned long long)jb,
-                             UBJ_JOURNAL_MIN_BLOCKS);
-    if (jb >= l->nblocks - l->data_start)
-        return ubj_set_error(-ENOSPC, "format: a journal of %llu blocks leaves "
-                             "no data blocks in %llu", (unsigned long long)jb,
-                             (unsigned long long)l->nblocks);
+    uint64_t jb = 0;
+    int rc = ubj_txn_format_reserve(ops, l->nblocks, l->data_start,
+                                    o->journal_blocks, &jb);
+    if (rc < 0 || jb == 0)
+        return rc;
     l->journal_blocks = jb;
     l->data_start += jb;
     return 0;
 }
 
-/* super_format_journal -- an empty journal in the area sb names. */
-static int super_format_journal(struct ubj_bdev *dev, const struct ubj_format_opts *o,
-                                const struct ubj_super *sb)
+/* super_format_area -- an empty log in the format area sb names. */
+static int super_format_area(struct ubj_bdev *dev, const struct ubj_format_opts *o,
+                             const struct ubj_super *sb)
 {
-    struct ubj_jgeom g;
-    int rc = ubj_journal_geom(dev, sb, &g);
-    if (rc == 0)
-        rc = ubj_journal_format(&g, (o->flags & UBJ_FORMAT_JOURNAL_ASYNC) ?
-                                UBJ_JFEAT_COMPAT_ASYNC_COMMIT : 0,
-                                (o->flags & UBJ_FORMAT_ZEROED) != 0);
-    return rc;
+    struct ubj_mode_image img;
+    fs_mode_image(sb, dev, false, &img);
+    return ubj_txn_format_area(&img, (o->flags & UBJ_FORMAT_JOURNAL_ASYNC) != 0,
+                               (o->flags & UBJ_FORMAT_ZEROED) != 0);
 }
 
 /* super_format_write -- write every region, then the superblock; flush. */
@@ -621,7 +607,7 @@ static int super_format_write(struct ubj_bdev *dev, const struct ubj_format_opts
     if (rc == 0)
         rc = super_write_root(dev, seed, buf, l, &now);
     if (rc == 0 && l->journal_blocks)
-        rc = super_format_journal(dev, o, sb);
+        rc = super_format_area(dev, o, sb);
     if (rc == 0) {
         fs_block_seal(seed, sb, UBJ_MAGIC_SUPER, 0);
         rc = ubj_bdev_write(dev, 0, 1, sb);
@@ -640,13 +626,14 @@ int ubj_format(struct ubj_bdev *dev, const struct ubj_format_opts *opts)
     static const struct ubj_format_opts defaults;
     const struct ubj_format_opts *o = opts ? opts : &defaults;
     int64_t mode = -1;
+    const struct ubj_mode_ops *ops = NULL;
     struct super_layout l = { 0 };
-    int rc = super_format_check(dev, o, &mode);
+    int rc = super_format_check(dev, o, &mode, &ops);
     if (rc < 0)
         return rc;
     rc = super_layout_compute(dev->nblocks, o->inodes, &l);
     if (rc == 0)
-        rc = super_layout_journal(&l, o, (uint32_t)mode);
+        rc = super_layout_area(&l, o, ops);
     if (rc < 0)
         return rc;
     uint8_t *buf = aligned_alloc(UBJ_BS, (size_t)SUPER_BATCH * UBJ_BS);
@@ -877,8 +864,7 @@ static void super_fs_free(struct ubj_fs *fs)
     fs_alloc_fini(fs);
     if (fs->cache)
         ubj_cache_destroy(fs->cache);
-    if (fs->txn.ops && fs->txn.ops->release && fs->txn.arg)
-        fs->txn.ops->release(fs->txn.arg);   /* after the cache: its memory */
+    ubj_txn_release(&fs->txn);   /* after the cache: its memory */
     pthread_mutex_destroy(&fs->lock);
     pthread_cond_destroy(&fs->timer_cv);
     free(fs);
@@ -945,9 +931,9 @@ static int super_mark_mounted(struct ubj_fs *fs)
     fs_now(fs, &now);
     fs->sb.state = UBJ_STATE_MOUNTED | (fs->sb.state & UBJ_STATE_ERRORS);
     fs->sb.mount_mode = (uint32_t)super_mode_by_name(fs->txn.ops->name);
-    fs->sb.nvm_region_id = fs->nvm_region_id;
-    if (fs->nvm_gen)
-        fs->sb.nvm_gen = fs->nvm_gen;
+    fs->sb.nvm_region_id = fs->mrec.region_id;
+    if (fs->mrec.gen)
+        fs->sb.nvm_gen = fs->mrec.gen;
     fs->sb.mount_count++;
     fs->sb.mount_time = now.tv_sec;
     fs->sb.write_time = now.tv_sec;
@@ -978,110 +964,32 @@ static int super_config_check(struct ubj_bdev *dev, const struct ubj_config *cfg
     return 0;
 }
 
-/* super_unclean_ubj -- the home superblock says: mounted in mode ubj and
- * not unmounted cleanly, so its region may hold committed blocks the image
- * lacks. */
-static bool super_unclean_ubj(const struct ubj_super *sb)
+/* fs_mode_image -- the image as a mode's verbs see it. */
+void fs_mode_image(const struct ubj_super *sb, struct ubj_bdev *dev, bool rdonly,
+                   struct ubj_mode_image *img)
 {
-    return (sb->state & UBJ_STATE_MOUNTED) && sb->mount_mode == UBJ_FMT_MODE_UBJ &&
-           sb->nvm_region_id != 0;
+    *img = (struct ubj_mode_image){
+        .dev = dev,
+        .nblocks = sb->nblocks,
+        .mounted = (sb->state & UBJ_STATE_MOUNTED) != 0,
+        .errors = (sb->state & UBJ_STATE_ERRORS) != 0,
+        .last = ubj_mode_find(super_mode_by_fmt(sb->mount_mode)),
+        .recorded = ubj_mode_find(super_mode_by_fmt(sb->mode)),
+        .region_id = sb->nvm_region_id,
+        .gen = sb->nvm_gen,
+        .area_start = sb->journal_start,
+        .area_blocks = sb->journal_blocks,
+        .rdonly = rdonly,
+    };
+    memcpy(img->uuid, sb->uuid, 16);
 }
 
 /*
- * super_check_last_mount -- before the mode mounts: refuse what would
- * silently drop the committed blocks of an unclean ubj mount -- another
- * mode, or formatting a region that is not the (empty) one it used.
- */
-static int super_check_last_mount(struct ubj_fs *fs, const struct ubj_config *cfg,
-                                  const char *mode)
-{
-    const struct ubj_super *sb = &fs->sb;
-    if (!super_unclean_ubj(sb))
-        return 0;
-    unsigned long long want = (unsigned long long)sb->nvm_region_id;
-    if (strcmp(mode, UBJ_MODE_UBJ) != 0)
-        return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted "
-                             "cleanly from mode ubj: its last committed changes "
-                             "are in NVM region %016llx; mount it in mode ubj "
-                             "with that region (--nvm), or, if the region is "
-                             "lost, repair the image without it (fsck -y "
-                             "--discard-nvm)", want);
-    if (!cfg || !(cfg->nvm_flags & UBJ_NVM_FORMAT) || !cfg->nvm_path)
-        return 0;
-    uint64_t id = 0;
-    int64_t pending = 0;
-    int rc = ubj_region_probe(cfg->nvm_path, &id, &pending);
-    (void)pending;
-    if (rc == 0 && id == sb->nvm_region_id)
-        return 0;   /* its own region: attach refuses it if it holds any */
-    return ubj_set_error(-EUCLEAN, "mount: refusing --format-nvm: the image was "
-                         "not unmounted cleanly and NVM region %016llx may hold "
-                         "its last committed changes; mount with that region, "
-                         "or, if it is lost, repair the image without it "
-                         "(fsck -y --discard-nvm)", want);
-}
-
-/* super_check_nvm_region -- mode ubj, region attached: never an older copy
- * of the image's region (its commits would roll the image back); an
- * unclean image comes back with the region it was mounted with (a
- * formatted one is new); another region of a clean image holds nothing. */
-static int super_check_nvm_region(struct ubj_fs *fs, const struct ubj_config *cfg)
-{
-    const struct ubj_super *sb = &fs->sb;
-    if (cfg->nvm_flags & UBJ_NVM_FORMAT)
-        return 0;
-    if (fs->nvm_region_id == sb->nvm_region_id) {
-        uint64_t gen = ubj_nvm_mount_gen(fs->nvm);
-        if (gen >= sb->nvm_gen)
-            return 0;
-        return ubj_set_error(-EUCLEAN, "mount: %s is an older copy of the image's "
-                             "NVM region (mount generation %llu; the image was "
-                             "last mounted with %llu): its commits would roll "
-                             "the image back; use the current region file",
-                             cfg->nvm_path, (unsigned long long)gen,
-                             (unsigned long long)sb->nvm_gen);
-    }
-    if (!super_unclean_ubj(sb)) {
-        int64_t pending = ubj_nvm_pending(fs->nvm, fs->dev->nblocks);
-        if (pending <= 0)
-            return 0;
-        return ubj_set_error(-EUCLEAN, "mount: %s holds %lld committed blocks of "
-                             "an older mount of this image (region %016llx; the "
-                             "image was last mounted with %016llx): they would "
-                             "roll it back; use --format-nvm to start it afresh",
-                             cfg->nvm_path, (long long)pending,
-                             (unsigned long long)fs->nvm_region_id,
-                             (unsigned long long)sb->nvm_region_id);
-    }
-    return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted cleanly "
-                         "from NVM region %016llx, but %s is region %016llx: "
-                         "mount with the region it used, or, if it is lost, "
-                         "repair the image without it (fsck -y --discard-nvm)",
-                         (unsigned long long)sb->nvm_region_id, cfg->nvm_path,
-                         (unsigned long long)fs->nvm_region_id);
-}
-
-/* super_next_gen -- mode ubj: number this mount, in the region first (a
- * crash before the image records it leaves the region newer, which is
- * accepted; an older copy never is). */
-static int super_next_gen(struct ubj_fs *fs)
-{
-    uint64_t g = ubj_nvm_mount_gen(fs->nvm);
-    if (fs->sb.nvm_gen > g)
-        g = fs->sb.nvm_gen;
-    fs->nvm_gen = g + 1;
-    int rc = ubj_nvm_set_mount_gen(fs->nvm, fs->nvm_gen);
-    if (rc < 0)
-        return ubj_set_error(rc, "mount: cannot record the mount in the NVM "
-                             "region: %s", strerror(-rc));
-    return 0;
-}
-
-/*
- * super_mark_home -- mode ubj, before anything commits: write the home
- * superblock with state MOUNTED, mode ubj and the region's id, and flush.
- * Commits go to the region only, so without this a crash would leave a
- * home superblock that says nothing of the region that holds them.
+ * super_mark_home -- the mode asked for it (fs->mrec.write_home), before
+ * anything commits: write the home superblock with state MOUNTED, this
+ * mode and what it records (region, generation, ERRORS), and flush.
+ * Commits go elsewhere (UBJ: to its region only), so without this a crash
+ * would leave a home superblock that says nothing of where they are.
  */
 static int super_mark_home(struct ubj_fs *fs)
 {
@@ -1089,13 +997,11 @@ static int super_mark_home(struct ubj_fs *fs)
     if (!sb)
         return ubj_set_error(-ENOMEM, "mount: out of memory");
     memcpy(sb, &fs->sb, sizeof *sb);     /* the home copy read at mount */
-    struct ubj_nvm_error e;
-    bool recorded = ubj_nvm_error_get(fs->nvm, &e) == 1;
     sb->state = UBJ_STATE_MOUNTED | (sb->state & UBJ_STATE_ERRORS) |
-                (recorded ? UBJ_STATE_ERRORS : 0u);   /* at the latest now */
-    sb->mount_mode = UBJ_FMT_MODE_UBJ;
-    sb->nvm_region_id = fs->nvm_region_id;
-    sb->nvm_gen = fs->nvm_gen;
+                (fs->mrec.errors ? UBJ_STATE_ERRORS : 0u);   /* at the latest now */
+    sb->mount_mode = (uint32_t)super_mode_by_name(fs->txn.ops->name);
+    sb->nvm_region_id = fs->mrec.region_id;
+    sb->nvm_gen = fs->mrec.gen;
     fs_block_seal(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0);
     int rc = ubj_bdev_write(fs->dev, 0, 1, sb);
     if (rc == 0)
@@ -1107,7 +1013,8 @@ static int super_mark_home(struct ubj_fs *fs)
     return 0;
 }
 
-/* super_mount_mode -- create the cache and mount the consistency mode. */
+/* super_mount_mode -- check the last mount, attach the mode's resources,
+ * create the cache and mount the consistency mode (its recovery). */
 static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
 {
     const char *name = cfg && cfg->mode ? cfg->mode : super_mode_by_fmt(fs->sb.mode);
@@ -1122,63 +1029,38 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
     struct ubj_cache_config cc = {
         .nbufs = nbufs, .seal = fs_seal, .reclaim = super_reclaim, .ctx = fs,
     };
-    void *marg = NULL;   /* the mode's prepare(): ubj maps its NVM region */
-    int rc = 0;
-    if (fs->sb.journal_blocks && !ubj_mode_is_journal(ops))   /* docs/JOURNAL.md */
-        rc = ubj_journal_mount_other(fs->dev, &fs->sb,
-                                     (fs->flags & UBJ_MOUNT_RDONLY) != 0);
+    struct ubj_mode_image img;
+    fs_mode_image(&fs->sb, fs->dev, (fs->flags & UBJ_MOUNT_RDONLY) != 0, &img);
+    int rc = ubj_txn_check_last(ops, &img, cfg);
     if (rc < 0)
         return rc;
-    rc = super_check_last_mount(fs, cfg, ops->name);
+    rc = ubj_txn_prepare(&fs->txn, ops, cfg, &img, &cc);   /* UBJ: the region */
     if (rc < 0)
         return rc;
-    if (ops->prepare)
-        rc = ops->prepare(cfg, fs->sb.uuid, fs->dev, &cc, &marg);
-    else if (cfg && (cfg->nvm_path || cfg->nvm_size || cfg->nvm_flags ||
-                     cfg->nvm_profile))
-        rc = ubj_set_error(-EINVAL, "mount: mode %s takes no NVM region "
-                           "(--nvm and its options are for mode ubj)", ops->name);
-    if (rc < 0)
-        return rc;
-    if (strcmp(ops->name, UBJ_MODE_UBJ) == 0) {
-        fs->nvm = ((struct ubj_prep *)marg)->r;
-        fs->nvm_region_id = ubj_nvm_region_id(fs->nvm);
-        rc = super_check_nvm_region(fs, cfg);
-        if (rc < 0) {
-            ops->release(marg);
-            return rc;
-        }
-    }
     rc = ubj_cache_create(fs->dev, &cc, &fs->cache);
     if (rc < 0) {
-        if (ops->release)
-            ops->release(marg);
+        ubj_txn_release(&fs->txn);
         return ubj_set_error(rc, "mount: cannot create a cache of %u buffers",
                              cc.nbufs);
     }
-    fs->txn.arg = marg;
     fs->txn.lock = &fs->lock;   /* a mode's tick may release it for I/O */
     rc = ubj_txn_mount(&fs->txn, ops, fs->cache, fs->dev);
     if (rc < 0) {
         ubj_cache_destroy(fs->cache);
         fs->cache = NULL;
-        if (ops->release)
-            ops->release(marg);
-        fs->txn.arg = NULL;
+        ubj_txn_release(&fs->txn);
     }
     return rc;
 }
 
-/* super_record_nvm_error -- mode ubj: a device error the region recorded
- * (the last mount went read-only; recovery has just brought its committed
+/* super_record_error -- a device error the mode's resources recorded (UBJ:
+ * the last mount went read-only; recovery has just brought its committed
  * blocks back) goes into the superblock as ERRORS, which the coming
  * super_mark_mounted commits; the home copy has it already
  * (super_mark_home).  Returns whether there was one. */
-static bool super_record_nvm_error(struct ubj_fs *fs)
+static bool super_record_error(struct ubj_fs *fs)
 {
-    struct ubj_nvm_error e;
-    if (fs->nvm == NULL || (fs->flags & UBJ_MOUNT_RDONLY) ||
-        ubj_nvm_error_get(fs->nvm, &e) != 1)
+    if ((fs->flags & UBJ_MOUNT_RDONLY) || ubj_txn_error(&fs->txn, false) != 1)
         return false;
     fs->sb.state |= UBJ_STATE_ERRORS;
     return true;
@@ -1206,9 +1088,9 @@ static int super_mount_fs(struct ubj_fs *fs)
 {
     int rc = 0;
     bool rw = !(fs->flags & UBJ_MOUNT_RDONLY);
-    if (fs->nvm_region_id != 0 && rw)
-        rc = super_next_gen(fs);
-    if (rc == 0 && fs->nvm_region_id != 0 && rw)
+    if (rw)
+        rc = ubj_txn_record(&fs->txn, &fs->mrec);   /* UBJ: number the mount */
+    if (rc == 0 && fs->mrec.write_home)
         rc = super_mark_home(fs);
     if (rc == 0)
         rc = super_reload(fs);
@@ -1223,11 +1105,11 @@ static int super_mount_fs(struct ubj_fs *fs)
         rc = super_verdict(fs, fs_scrub(fs));
     if (rc == 0 && rw)
         rc = super_verdict(fs, fs_orphan_cleanup(fs));
-    bool recorded = rc == 0 && super_record_nvm_error(fs);
+    bool recorded = rc == 0 && super_record_error(fs);
     if (rc == 0 && rw)
         rc = super_mark_mounted(fs);
-    if (rc == 0 && recorded)   /* ERRORS committed: the region's record is done */
-        rc = ubj_nvm_error_clear(fs->nvm);
+    if (rc == 0 && recorded)   /* ERRORS committed: the mode's record is done */
+        rc = ubj_txn_error(&fs->txn, true);
     return rc;
 }
 

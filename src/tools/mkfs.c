@@ -34,6 +34,7 @@
 #include <uuid/uuid.h>
 #include "fs/format.h"
 #include "txn/journal.h"      /* UBJ_JOURNAL_MIN_BLOCKS */
+#include "txn/ubj.h"          /* ubj_nvm_attach, ubj_nvm_pending: the region */
 #include "ubjfs/nvm.h"
 #include "tools.h"
 

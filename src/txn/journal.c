@@ -72,7 +72,7 @@
 #include "txn/journal.h"
 #include "util/util.h"
 
-#define JNL_BS UBJ_BS
+#define JNL_BS UBJ_JBS
 #define JNL_IOBLOCKS 64u             /* log blocks per device write */
 #define JNL_CKPT_AGE_TICKS 6u        /* checkpoint after 6 commit intervals */
 #define JNL_MIN_TXN 8u               /* smallest running-transaction limit */
@@ -942,21 +942,24 @@ static void jnl_limits(struct jnl_state *s)
     s->max_txn = (uint32_t)l;
 }
 
-/* jnl_geom -- the journal area named by the image's superblock. */
+/* jnl_geom -- the journal in the format area of the image (t->img).  The
+ * superblock is read once more, as a mount has always done (its I/O is
+ * part of what the device models measure), though the geometry comes
+ * from the file system's description. */
 static int jnl_geom(struct ubj_txn *t, const char *mode, struct ubj_jgeom *g)
 {
-    struct ubj_super *sb = aligned_alloc(JNL_BS, JNL_BS);
+    void *sb = aligned_alloc(JNL_BS, JNL_BS);
     if (sb == NULL)
         return ubj_set_error(-ENOMEM, "mode %s: out of memory", mode);
     int rc = ubj_bdev_read(t->dev, 0, 1, sb);
     if (rc < 0)
         rc = ubj_set_error(rc, "mode %s: cannot read the superblock", mode);
-    else if (sb->journal_blocks == 0)
+    else if (t->img.area_blocks == 0)
         rc = ubj_set_error(-EINVAL, "mode %s needs a journal, and this image "
                            "has none (mkfs with --journal-size or a journal "
                            "mode)", mode);
     else
-        rc = ubj_journal_geom(t->dev, sb, g);
+        rc = ubj_journal_geom(&t->img, g);
     free(sb);
     return rc;
 }
@@ -1260,11 +1263,10 @@ static int jnl_reclaim(struct ubj_txn *t)
 }
 
 /* jnl_prepare -- before the cache exists: note a read-only mount. */
-static int jnl_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
-                       struct ubj_bdev *dev, struct ubj_cache_config *cc, void **arg)
+static int jnl_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *img,
+                       struct ubj_cache_config *cc, void **arg)
 {
-    (void)uuid;
-    (void)dev;
+    (void)img;
     (void)cc;
     if (cfg != NULL && (cfg->nvm_path != NULL || cfg->nvm_size || cfg->nvm_flags ||
                         cfg->nvm_profile != NULL))
@@ -1297,6 +1299,7 @@ static int jnl_mount_writeback(struct ubj_txn *t)
     const struct ubj_mode_ops var = {                                        \
         .version = UBJ_MODE_OPS_VERSION,                                     \
         .name = modename,                                                    \
+        .flags = UBJ_MODE_F_AREA,                                            \
         .mount = mountfn,                                                    \
         .unmount = jnl_unmount,                                              \
         .start = jnl_start,                                                  \

@@ -2,9 +2,10 @@
  * journal.h -- internals of the JBD2-like journal shared by
  * src/txn/journal.c (the modes ordered, journal and writeback),
  * src/txn/jrecovery.c (format, SCAN / REVOKE / REPLAY, the fsck hook),
- * src/fs/super.c (format, mount of other modes), src/fs/check.c (fsck)
- * and the tests.  docs/JOURNAL.md describes the design, docs/FORMAT.md
- * section 13 the on-disk structures (src/fs/format.h).
+ * src/txn/txn.c (the format area's verbs: format, mount of other modes),
+ * src/fs/check.c (fsck) and the tests.  docs/JOURNAL.md describes the
+ * design, docs/FORMAT.md section 13 the on-disk structures
+ * (src/txn/jformat.h).
  *
  * Positions in the log are relative to the start of the journal area:
  * the journal superblock is relative block 0, the log is the circular
@@ -16,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "fs/format.h"
+#include "txn/jformat.h"
 #include "txn/mode.h"
 #include "ubjfs/bdev.h"
 
@@ -40,11 +41,10 @@ struct ubj_jgeom {
  * image and never below UBJ_JOURNAL_MIN_BLOCKS. */
 uint64_t ubj_journal_default_blocks(uint64_t nblocks);
 
-/* ubj_journal_geom -- the journal of the file system whose superblock is
- * sb (already validated by the caller or bounds-checked here) on dev.
+/* ubj_journal_geom -- the journal in the format area of the image img
+ * describes (validated by the caller or bounds-checked here) on img->dev.
  * 0; -ENOENT (no journal area); -EUCLEAN (area out of bounds). */
-int ubj_journal_geom(struct ubj_bdev *dev, const struct ubj_super *sb,
-                     struct ubj_jgeom *g);
+int ubj_journal_geom(const struct ubj_mode_image *img, struct ubj_jgeom *g);
 
 /* ubj_journal_format -- write an empty journal: zero the log unless
  * `zeroed` (the device reads as zeros), then the journal superblock
@@ -162,36 +162,25 @@ int ubj_journal_recover(const struct ubj_jgeom *g, unsigned flags,
 
 /* ---- fsck and other modes --------------------------------------------------- */
 
-/* What ubj_journal_fsck did, for ubj_check to report. */
-struct ubj_jfsck {
-    struct ubj_bdev *view;  /* an overlay holding the replay (destroy it
-                               after the check), or NULL: check dev */
-    char note[200];         /* "" or a note line (recovery done) */
-    char problem[240];      /* "" or a problem line */
-    bool fixed;             /* the problem was repaired */
-};
-
 /*
- * ubj_journal_fsck -- before ubj_check's passes: if the image on dev has
- * a journal that holds a log, replay it (FORCE) -- onto dev when repair,
+ * ubj_journal_fsck -- before ubj_check's passes: if the image img
+ * describes (img->dev; NULL: block 0 is no valid superblock, nothing to
+ * do) has a journal that holds a log, replay it (FORCE) -- onto dev when repair,
  * else into an in-memory overlay that out->view returns, so that -n never
  * writes.  A corrupt journal superblock is a problem; with repair the
  * journal is reset (its log lost).  Returns 0 (nothing to do, or a valid
  * superblock could not be read: pass 0 reports it), 1 (see *out), or
  * -ENOMEM / -EIO.
  */
-int ubj_journal_fsck(struct ubj_bdev *dev, bool repair, struct ubj_jfsck *out);
-
-/* ubj_mode_is_journal -- ops is one of ordered, journal, writeback. */
-bool ubj_mode_is_journal(const struct ubj_mode_ops *ops);
+int ubj_journal_fsck(const struct ubj_mode_image *img, bool repair,
+                     struct ubj_mode_view *out);
 
 /*
  * ubj_journal_mount_other -- a mount in a mode without a journal (none,
  * ubj) of an image that has one: recover the log a journaled session
- * left.  0; -EROFS (rdonly and a log to replay); -EUCLEAN; -EIO.
+ * left.  0; -EROFS (img->rdonly and a log to replay); -EUCLEAN; -EIO.
  */
-int ubj_journal_mount_other(struct ubj_bdev *dev, const struct ubj_super *sb,
-                            bool rdonly);
+int ubj_journal_mount_other(const struct ubj_mode_image *img);
 
 /* ---- test-only hooks (journal.c) ---------------------------------------------- */
 

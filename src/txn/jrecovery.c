@@ -18,7 +18,7 @@
  * Invariants:
  *  - Recovery reads the log through g->dev only and writes only in REPLAY
  *    and the superblock reset, so pointing g->dev at an overlay
- *    (src/dev/overlay.c) makes it harmless (fsck -n).
+ *    (src/dev/cow.c) makes it harmless (fsck -n).
  *  - Every count, position and block number read from the log is checked
  *    before use: a corrupt log gives -EUCLEAN (or, with UBJ_JREC_FORCE,
  *    a skipped block and a problem line), never a crash or a write outside
@@ -34,11 +34,9 @@
 #include "txn/journal.h"
 #include "util/util.h"
 
-#define JR_BS UBJ_BS
+#define JR_BS UBJ_JBS
 #define JR_BATCH 64u                  /* blocks per device request */
 
-extern const struct ubj_mode_ops ubj_mode_ordered, ubj_mode_journal,
-    ubj_mode_writeback;
 
 /* ---- the block-number map ---------------------------------------------------- */
 
@@ -173,26 +171,25 @@ uint64_t ubj_journal_default_blocks(uint64_t n)
     return j < UBJ_JOURNAL_MIN_BLOCKS ? UBJ_JOURNAL_MIN_BLOCKS : j;
 }
 
-/* ubj_journal_geom -- the journal area named by sb on dev. */
-int ubj_journal_geom(struct ubj_bdev *dev, const struct ubj_super *sb,
-                     struct ubj_jgeom *g)
+/* ubj_journal_geom -- the journal in img's format area. */
+int ubj_journal_geom(const struct ubj_mode_image *img, struct ubj_jgeom *g)
 {
-    if (sb->journal_blocks == 0)
+    if (img->area_blocks == 0)
         return ubj_set_error(-ENOENT, "the image has no journal area (mkfs "
                              "with --journal-size or a journal mode)");
-    uint64_t lim = sb->nblocks < dev->nblocks ? sb->nblocks : dev->nblocks;
-    if (sb->journal_start == 0 || sb->journal_blocks < 2 ||
-        sb->journal_start >= lim || sb->journal_blocks > lim - sb->journal_start)
+    uint64_t lim = img->nblocks < img->dev->nblocks ? img->nblocks : img->dev->nblocks;
+    if (img->area_start == 0 || img->area_blocks < 2 ||
+        img->area_start >= lim || img->area_blocks > lim - img->area_start)
         return ubj_set_error(-EUCLEAN, "journal area %llu+%llu out of bounds",
-                             (unsigned long long)sb->journal_start,
-                             (unsigned long long)sb->journal_blocks);
+                             (unsigned long long)img->area_start,
+                             (unsigned long long)img->area_blocks);
     memset(g, 0, sizeof *g);
-    g->dev = dev;
-    g->start = sb->journal_start;
-    g->blocks = sb->journal_blocks;
-    g->fs_nblocks = sb->nblocks;
-    memcpy(g->uuid, sb->uuid, 16);
-    g->seed = ubj_crc32c(~0u, sb->uuid, 16);
+    g->dev = img->dev;
+    g->start = img->area_start;
+    g->blocks = img->area_blocks;
+    g->fs_nblocks = img->nblocks;
+    memcpy(g->uuid, img->uuid, 16);
+    g->seed = ubj_crc32c(~0u, img->uuid, 16);
     return 0;
 }
 
@@ -762,25 +759,6 @@ int ubj_journal_recover(const struct ubj_jgeom *g, unsigned flags,
 
 /* ---- fsck ------------------------------------------------------------------------ */
 
-/* jr_read_super -- block 0 of dev if it is a ubjfs superblock whose
- * checksum is right (pass 0 judges the rest).  0, 1 not one, or an error. */
-static int jr_read_super(struct ubj_bdev *dev, struct ubj_super *sb)
-{
-    if (dev->block_size != JR_BS || dev->nblocks == 0)
-        return 1;
-    int rc = ubj_bdev_read(dev, 0, 1, sb);
-    if (rc < 0)
-        return 1;   /* pass 0 reports the read error */
-    if (sb->hdr.magic != UBJ_MAGIC_SUPER)
-        return 1;
-    uint32_t seed = ubj_crc32c(~0u, sb->uuid, 16);
-    struct ubj_blkhdr h = sb->hdr;
-    sb->hdr.crc = 0;
-    bool ok = ubj_crc32c(seed, sb, JR_BS) == h.crc;
-    sb->hdr = h;
-    return ok ? 0 : 1;
-}
-
 /* jr_fsck_reset -- repair a corrupt journal superblock: zero the log and
  * write an empty journal (flushed). */
 static int jr_fsck_reset(const struct ubj_jgeom *g, struct ubj_jsuper *js)
@@ -795,10 +773,10 @@ static int jr_fsck_reset(const struct ubj_jgeom *g, struct ubj_jsuper *js)
 }
 
 /* jr_fsck_replay -- replay the log for fsck (onto dev or an overlay). */
-static int jr_fsck_replay(struct ubj_jgeom *g, bool repair, struct ubj_jfsck *out)
+static int jr_fsck_replay(struct ubj_jgeom *g, bool repair, struct ubj_mode_view *out)
 {
     if (!repair) {
-        int rc = ubj_bdev_overlay_create(g->dev, UBJ_OVERLAY_BORROW, &out->view);
+        int rc = ubj_bdev_cow_create(g->dev, UBJ_COW_BORROW, &out->view);
         if (rc < 0)
             return rc;
         g->dev = out->view;
@@ -825,14 +803,14 @@ static int jr_fsck_replay(struct ubj_jgeom *g, bool repair, struct ubj_jfsck *ou
 }
 
 /* ubj_journal_fsck -- replay (or reset) the journal before fsck's passes. */
-int ubj_journal_fsck(struct ubj_bdev *dev, bool repair, struct ubj_jfsck *out)
+int ubj_journal_fsck(const struct ubj_mode_image *img, bool repair,
+                     struct ubj_mode_view *out)
 {
     memset(out, 0, sizeof *out);
-    struct ubj_super *sb = aligned_alloc(JR_BS, JR_BS);
     struct ubj_jsuper *js = aligned_alloc(JR_BS, JR_BS);
     struct ubj_jgeom g;
-    int ret = sb && js ? 0 : -ENOMEM;
-    if (ret == 0 && jr_read_super(dev, sb) == 0 && ubj_journal_geom(dev, sb, &g) == 0) {
+    int ret = js ? 0 : -ENOMEM;
+    if (ret == 0 && img->dev != NULL && ubj_journal_geom(img, &g) == 0) {
         if (ubj_jsuper_read(&g, js) < 0) {
             snprintf(out->problem, sizeof out->problem, "%s: %s", ubj_errormsg(),
                      repair ? "reset the journal (its log is lost)"
@@ -843,35 +821,26 @@ int ubj_journal_fsck(struct ubj_bdev *dev, bool repair, struct ubj_jfsck *out)
             ret = jr_fsck_replay(&g, repair, out);
         }
     }
-    free(sb);
     free(js);
     return ret;
 }
 
 /* ---- other modes --------------------------------------------------------------- */
 
-/* ubj_mode_is_journal -- one of the three journal modes. */
-bool ubj_mode_is_journal(const struct ubj_mode_ops *ops)
-{
-    return ops == &ubj_mode_ordered || ops == &ubj_mode_journal ||
-           ops == &ubj_mode_writeback;
-}
-
 /* ubj_journal_mount_other -- replay a journaled session's log for a mode
  * that keeps no journal itself. */
-int ubj_journal_mount_other(struct ubj_bdev *dev, const struct ubj_super *sb,
-                            bool rdonly)
+int ubj_journal_mount_other(const struct ubj_mode_image *img)
 {
     struct ubj_jgeom g;
-    if (sb->journal_blocks == 0)
+    if (img->area_blocks == 0)
         return 0;
-    int rc = ubj_journal_geom(dev, sb, &g);
+    int rc = ubj_journal_geom(img, &g);
     struct ubj_jsuper *js = aligned_alloc(JR_BS, JR_BS);
     if (rc == 0 && js == NULL)
         rc = ubj_set_error(-ENOMEM, "journal: out of memory");
     if (rc == 0)
         rc = ubj_jsuper_read(&g, js);
-    if (rc == 0 && js->start != 0 && rdonly)
+    if (rc == 0 && js->start != 0 && img->rdonly)
         rc = ubj_set_error(-EROFS, "the journal holds a log to replay: mount "
                            "read-write, or read-only in a journal mode");
     if (rc == 0 && js->start != 0)

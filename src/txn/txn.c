@@ -5,8 +5,11 @@
  * -DUBJ_TRACE_TXN to log every call and its result to stderr) and for
  * argument assertions.
  *
- * Owns: t's common fields (ops, cache, dev, txid, stats) at mount.  The
- * modes themselves are listed once, in src/txn/registry.c.
+ * Owns: t's common fields (ops, cache, dev, txid, stats, img) at mount,
+ * and the verbs of format and mount (ubj_txn_format_*, check_last,
+ * prepare, record, error, release): what the file system asks of
+ * whichever mode it runs, never naming one.  The modes themselves are
+ * listed once, in src/txn/registry.c.
  *
  * Invariants:
  *  - After a successful ubj_txn_mount, t->ops is a registered mode whose
@@ -21,7 +24,9 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include "txn/journal.h"   /* the format area: the journal's */
 #include "txn/mode.h"
+#include "txn/registry.h"
 
 /* from src/util/errormsg.c */
 int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -36,6 +41,132 @@ int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2,
 #define TXN_TRACE(t, what, arg, rc) ((void)(t), (void)(arg))
 #endif
 
+/* ubj_txn_format_reserve -- the format area's size (see mode.h). */
+int ubj_txn_format_reserve(const struct ubj_mode_ops *ops, uint64_t nblocks,
+                           uint64_t data_start, uint64_t asked, uint64_t *blocks)
+{
+    uint64_t jb = asked;
+    *blocks = 0;
+    if (jb == 0 && ops != NULL && (ops->flags & UBJ_MODE_F_AREA))
+        jb = ubj_journal_default_blocks(nblocks);
+    if (jb == 0)
+        return 0;
+    if (jb < UBJ_JOURNAL_MIN_BLOCKS)
+        return ubj_set_error(-EINVAL, "format: a journal of %llu blocks is "
+                             "smaller than %u blocks", (unsigned long long)jb,
+                             UBJ_JOURNAL_MIN_BLOCKS);
+    if (jb >= nblocks - data_start)
+        return ubj_set_error(-ENOSPC, "format: a journal of %llu blocks leaves "
+                             "no data blocks in %llu", (unsigned long long)jb,
+                             (unsigned long long)nblocks);
+    *blocks = jb;
+    return 0;
+}
+
+/* ubj_txn_format_area -- an empty journal in img's format area. */
+int ubj_txn_format_area(const struct ubj_mode_image *img, bool async, bool zeroed)
+{
+    struct ubj_jgeom g;
+    int rc = ubj_journal_geom(img, &g);
+    if (rc == 0)
+        rc = ubj_journal_format(&g, async ? UBJ_JFEAT_COMPAT_ASYNC_COMMIT : 0,
+                                zeroed);
+    return rc;
+}
+
+/* ubj_txn_check_last -- the format area's log; the last mode's say. */
+int ubj_txn_check_last(const struct ubj_mode_ops *ops,
+                       const struct ubj_mode_image *img,
+                       const struct ubj_config *cfg)
+{
+    assert(ops != NULL && img != NULL);
+    int rc = 0;
+    if (img->area_blocks && !(ops->flags & UBJ_MODE_F_AREA))   /* docs/JOURNAL.md */
+        rc = ubj_journal_mount_other(img);
+    if (rc == 0 && img->last != NULL && img->last->check_last != NULL)
+        rc = img->last->check_last(img, cfg, img->last == ops);
+    return rc;
+}
+
+/* ubj_txn_prepare -- attach the mode's resources. */
+int ubj_txn_prepare(struct ubj_txn *t, const struct ubj_mode_ops *ops,
+                    const struct ubj_config *cfg, const struct ubj_mode_image *img,
+                    struct ubj_cache_config *cc)
+{
+    assert(t != NULL && ops != NULL && img != NULL && cc != NULL);
+    t->ops = ops;
+    t->img = *img;
+    t->arg = NULL;
+    int rc = 0;
+    if (ops->prepare)
+        rc = ops->prepare(cfg, &t->img, cc, &t->arg);
+    else if (cfg && (cfg->nvm_path || cfg->nvm_size || cfg->nvm_flags ||
+                     cfg->nvm_profile))
+        rc = ubj_set_error(-EINVAL, "mount: mode %s takes no NVM region "
+                           "(--nvm and its options are for mode ubj)", ops->name);
+    if (rc < 0)
+        t->arg = NULL;
+    return rc;
+}
+
+/* ubj_txn_release -- free what prepare attached. */
+void ubj_txn_release(struct ubj_txn *t)
+{
+    if (t->ops && t->ops->release && t->arg)
+        t->ops->release(t->arg);
+    t->arg = NULL;
+}
+
+/* ubj_txn_record -- what the superblock records of this mount. */
+int ubj_txn_record(struct ubj_txn *t, struct ubj_mode_record *rec)
+{
+    assert(t != NULL && t->ops != NULL && rec != NULL);
+    *rec = (struct ubj_mode_record){ 0 };
+    int rc = t->ops->record ? t->ops->record(t, &t->img, rec) : 0;
+    TXN_TRACE(t, "record", rec->gen, rc);
+    return rc;
+}
+
+/* ubj_txn_error -- the mode's record of a device error. */
+int ubj_txn_error(struct ubj_txn *t, bool clear)
+{
+    assert(t != NULL && t->ops != NULL);
+    return t->ops->error ? t->ops->error(t, clear) : 0;
+}
+
+/* ubj_txn_view -- fsck's recovered view of the format area's log. */
+int ubj_txn_view(const struct ubj_mode_image *img, bool repair,
+                 struct ubj_mode_view *out)
+{
+    assert(img != NULL && out != NULL);
+    return ubj_journal_fsck(img, repair, out);
+}
+
+/* ubj_txn_view_region -- the view verb of the mode that keeps a region. */
+int ubj_txn_view_region(const struct ubj_mode_image *img, const char *path,
+                        struct ubj_bdev **out)
+{
+    assert(img != NULL && out != NULL);
+    for (size_t i = 0; i < ubj_mode_count(); i++) {
+        const struct ubj_mode_ops *ops = ubj_registry_by_name(ubj_mode_at(i)->name)->ops;
+        if (ops->view != NULL)
+            return ops->view(img, path, out);
+    }
+    return ubj_set_error(-EINVAL, "nvm overlay: no mode keeps an NVM region");
+}
+
+/* ubj_txn_unrecovered -- the mode whose region an unclean image needs. */
+const struct ubj_mode_ops *ubj_txn_unrecovered(const struct ubj_mode_image *img)
+{
+    if (!img->mounted)
+        return NULL;
+    if (img->last != NULL && (img->last->flags & UBJ_MODE_F_REGION))
+        return img->last;
+    if (img->recorded != NULL && (img->recorded->flags & UBJ_MODE_F_REGION))
+        return img->recorded;
+    return NULL;
+}
+
 /* ubj_txn_mount -- fill in t's common fields and run the mode's mount. */
 int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
                   struct ubj_cache *c, struct ubj_bdev *dev)
@@ -45,7 +176,7 @@ int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
         return ubj_set_error(-EINVAL, "mode %s: ops version %u, need %u",
                              ops->name, ops->version, UBJ_MODE_OPS_VERSION);
     *t = (struct ubj_txn){ .ops = ops, .cache = c, .dev = dev, .txid = 1,
-                           .arg = t->arg, .lock = t->lock };
+                           .arg = t->arg, .img = t->img, .lock = t->lock };
     int rc = ops->mount(t);
     TXN_TRACE(t, "mount", 0, rc);
     return rc;

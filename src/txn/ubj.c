@@ -987,6 +987,7 @@ static int ubjm_reclaim(struct ubj_txn *t)
 const struct ubj_mode_ops ubj_mode_ubj = {
     .version = UBJ_MODE_OPS_VERSION,
     .name = "ubj",
+    .flags = UBJ_MODE_F_REGION,
     .mount = ubjm_mount,
     .unmount = ubjm_unmount,
     .start = ubjm_start,
@@ -997,6 +998,10 @@ const struct ubj_mode_ops ubj_mode_ubj = {
     .commit = ubjm_commit,
     .tick = ubjm_tick,
     .reclaim = ubjm_reclaim,
+    .check_last = ubjm_check_last,
     .prepare = ubj_mode_prepare,
+    .record = ubjm_record,
+    .error = ubjm_error,
     .release = ubj_mode_release,
+    .view = ubjm_view,
 };

@@ -1,9 +1,9 @@
 /*
  * ubj.h -- internals of consistency mode `ubj` shared by src/txn/ubj.c
- * (the mode), src/txn/ubj_recovery.c (prepare, recovery scan, overlay
- * device) and the tests: the persistent commit tag of a descriptor, the
- * recovery scan, and test-only hooks (the broken variants and callbacks
- * only in a test build: UBJ_TEST_HOOKS).
+ * (the mode), src/txn/ubj_recovery.c (the verbs, recovery scan, the
+ * recovered view) and the tests: the persistent commit tag of a
+ * descriptor, the recovery scan, and test-only hooks (the broken variants
+ * and callbacks only in a test build: UBJ_TEST_HOOKS).
  *
  * The commit tag (struct ubj_bufdesc.ptag) is the one word of a
  * descriptor that recovery trusts:
@@ -63,18 +63,56 @@ int ubj_recovery_scan(const struct ubj_bufdesc *desc, uint32_t nbufs,
                       struct ubj_scan *out);
 void ubj_scan_free(struct ubj_scan *s);
 
+/* ---- attaching the region, what it holds (ubj_recovery.c) -------------- */
+/* (Pairing checks: include/ubjfs/nvm.h, ubj_nvm_pair_check.) */
+
+#define UBJ_NVMA_FORMAT 0x1u   /* (re)initialise the region (--format-nvm) */
+#define UBJ_NVMA_RDONLY 0x2u   /* open read-only (fsck) */
+#define UBJ_NVMA_PRIVATE 0x4u  /* UBJ_NVM_OPEN_PRIVATE (a read-only mount) */
+
+/*
+ * ubj_nvm_attach -- the region for image `uuid`, the way mount and mkfs
+ * get it.  Without UBJ_NVMA_FORMAT: open it and refuse (writing nothing)
+ * a region of another image (-EINVAL), another layout (-EINVAL: `nbufs`
+ * != 0 and different, or `size` != 0 and different), a corrupt one
+ * (-EUCLEAN) or a missing one (-ENOENT).  With UBJ_NVMA_FORMAT: make an
+ * empty region of `nbufs` buffers (0: as many as fit in `size`; both 0:
+ * 16384), but refuse with -EBUSY, writing nothing, a valid region that
+ * still holds committed blocks not yet written home ("mount once without
+ * --format-nvm to checkpoint").  Returns 0 and *out.
+ */
+int ubj_nvm_attach(const char *path, uint64_t size, uint32_t nbufs,
+                   const uint8_t uuid[16], unsigned flags, struct ubj_nvm **out);
+
+/*
+ * ubj_nvm_pending -- committed blocks of the region that recovery would
+ * keep (not yet written home).  The same scan mount's recovery runs.
+ * Returns the count, or -EUCLEAN for a corrupt descriptor array.
+ */
+int64_t ubj_nvm_pending(struct ubj_nvm *r, uint64_t dev_nblocks);
+
 /* What the mode's prepare() hands to its mount (t->arg). */
 struct ubj_prep {
     struct ubj_nvm *r;       /* the attached region, owned */
     int rdonly;              /* UBJ_MOUNT_RDONLY: never checkpoint */
 };
 
-/* The mode's prepare/release (ubj_recovery.c): attach the region named by
- * the mount config and hand its arrays to the cache. */
-int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
-                     struct ubj_bdev *dev, struct ubj_cache_config *cc,
-                     void **arg);
+/* The mode's verbs (ubj_recovery.c; src/txn/mode.h says what each does):
+ * prepare attaches the region named by the mount config, checks it
+ * against the image and hands its arrays to the cache; check_last
+ * refuses to drop an unclean ubj mount's region; record numbers a
+ * read-write mount in the region; error is the region's device-error
+ * record. */
+int ubj_mode_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *img,
+                     struct ubj_cache_config *cc, void **arg);
 void ubj_mode_release(void *arg);
+int ubjm_check_last(const struct ubj_mode_image *img, const struct ubj_config *cfg,
+                    bool same);
+int ubjm_record(struct ubj_txn *t, const struct ubj_mode_image *img,
+                struct ubj_mode_record *rec);
+int ubjm_error(struct ubj_txn *t, bool clear);
+int ubjm_view(const struct ubj_mode_image *img, const char *path,
+              struct ubj_bdev **out);
 
 /*
  * ubj_region_probe -- the random id of the region file at `path` and how

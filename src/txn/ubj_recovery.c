@@ -2,8 +2,10 @@
  * ubj_recovery.c -- what mode `ubj` shares between mount and fsck: the
  * recovery scan (which descriptors of a region hold the newest committed
  * version of a block), pairing a region with an image (ubj_nvm_attach:
- * the refusals and --format-nvm), the mode's prepare/release, and the
- * read-only overlay device that lets ubj_check run on a pair.
+ * the refusals and --format-nvm), the mode's verbs (check_last, prepare,
+ * record, error, release) and its view verb: the recovered read-only
+ * view of an image and its region that lets ubj_check run on a pair
+ * (the device itself is src/nvm/view.c's, on src/dev/map.c).
  *
  * Recovery rules (docs/UBJ.md, "Recovery"):
  *  1. A descriptor counts only through its tag (ptag): FROZEN with
@@ -16,12 +18,11 @@
  *  4. Nothing is replayed: the winners stay where they are, as FROZEN
  *     cached blocks, until a checkpoint writes them home.
  * The scan only reads; mount (ubj.c) applies rule 3 and adopts rule 4;
- * the overlay serves rule 2's winners without changing anything.
+ * the view serves rule 2's winners without changing anything.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fs/format.h"        /* the superblock's uuid, for the overlay */
 #include "txn/ubj.h"
 #include "ubjfs/model.h"
 #include "util/util.h"
@@ -151,42 +152,6 @@ int64_t ubj_nvm_pending(struct ubj_nvm *r, uint64_t dev_nblocks)
 
 /* ---- pairing a region with an image -------------------------------------- */
 
-/* attach_uuid_text -- the usual text form of a uuid. */
-static void attach_uuid_text(const uint8_t u[16], char out[37])
-{
-    static const char hex[] = "0123456789abcdef";
-    char *p = out;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            *p++ = '-';
-        *p++ = hex[u[i] >> 4];
-        *p++ = hex[u[i] & 15];
-    }
-    *p = '\0';
-}
-
-/* attach_check -- refuse a region of another image or layout. */
-static int attach_check(struct ubj_nvm *r, uint64_t size, uint32_t nbufs,
-                        const uint8_t uuid[16])
-{
-    const struct ubj_nvm_layout *l = ubj_nvm_get_layout(r);
-    if (memcmp(ubj_nvm_uuid(r), uuid, 16) != 0) {
-        char a[37], b[37];
-        attach_uuid_text(ubj_nvm_uuid(r), a);
-        attach_uuid_text(uuid, b);
-        return ubj_set_error(-EINVAL, "nvm: %s belongs to another image "
-                             "(uuid %s; this image is %s)", ubj_nvm_path(r), a, b);
-    }
-    if (nbufs != 0 && nbufs != l->nbufs)
-        return ubj_set_error(-EINVAL, "nvm: %s has another layout: %u buffers, "
-                             "not %u", ubj_nvm_path(r), l->nbufs, nbufs);
-    if (size != 0 && size != l->size)
-        return ubj_set_error(-EINVAL, "nvm: %s has another layout: %llu bytes, "
-                             "not %llu", ubj_nvm_path(r),
-                             (unsigned long long)l->size, (unsigned long long)size);
-    return 0;
-}
-
 /* attach_may_format -- with --format-nvm: 0 if the file may be
  * (re)initialised (missing, not a region, corrupt, or holding nothing
  * committed), else -EBUSY (or the open's error) with the message set. */
@@ -200,7 +165,7 @@ static int attach_may_format(const char *path)
         return rc;
     int64_t pending = ubj_nvm_pending(old, UINT64_MAX);
     char u[37];
-    attach_uuid_text(ubj_nvm_uuid(old), u);
+    ubj_nvm_uuid_text(ubj_nvm_uuid(old), u);
     ubj_nvm_close(old);
     if (pending > 0)
         return ubj_set_error(-EBUSY, "nvm: %s holds %lld committed blocks of "
@@ -226,7 +191,7 @@ int ubj_nvm_attach(const char *path, uint64_t size, uint32_t nbufs,
         rc = ubj_nvm_open(path, of, &r);
         if (rc < 0)
             return rc;
-        rc = attach_check(r, size, nbufs, uuid);
+        rc = ubj_nvm_pair_check(r, size, nbufs, uuid);
         if (rc < 0) {
             ubj_nvm_close(r);
             return rc;
@@ -257,15 +222,95 @@ int ubj_region_probe(const char *path, uint64_t *id, int64_t *pending)
     return 0;
 }
 
-/* ---- the mode's prepare / release ---------------------------------------- */
+/* ---- the mode's verbs: check the last mount, prepare, record, error ------ */
+
+/* ubjm_unclean -- the image says: mounted in mode ubj and not unmounted
+ * cleanly, so its region may hold committed blocks the image lacks. */
+static bool ubjm_unclean(const struct ubj_mode_image *img)
+{
+    return img->mounted && img->last == &ubj_mode_ubj && img->region_id != 0;
+}
+
+/*
+ * ubjm_check_last -- the last mount was in mode ubj: refuse what would
+ * silently drop the committed blocks of an unclean ubj mount -- another
+ * mode, or formatting a region that is not the (empty) one it used.
+ */
+int ubjm_check_last(const struct ubj_mode_image *img, const struct ubj_config *cfg,
+                    bool same)
+{
+    if (!ubjm_unclean(img))
+        return 0;
+    unsigned long long want = (unsigned long long)img->region_id;
+    if (!same)
+        return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted "
+                             "cleanly from mode ubj: its last committed changes "
+                             "are in NVM region %016llx; mount it in mode ubj "
+                             "with that region (--nvm), or, if the region is "
+                             "lost, repair the image without it (fsck -y "
+                             "--discard-nvm)", want);
+    if (!cfg || !(cfg->nvm_flags & UBJ_NVM_FORMAT) || !cfg->nvm_path)
+        return 0;
+    uint64_t id = 0;
+    int64_t pending = 0;
+    int rc = ubj_region_probe(cfg->nvm_path, &id, &pending);
+    (void)pending;
+    if (rc == 0 && id == img->region_id)
+        return 0;   /* its own region: attach refuses it if it holds any */
+    return ubj_set_error(-EUCLEAN, "mount: refusing --format-nvm: the image was "
+                         "not unmounted cleanly and NVM region %016llx may hold "
+                         "its last committed changes; mount with that region, "
+                         "or, if it is lost, repair the image without it "
+                         "(fsck -y --discard-nvm)", want);
+}
+
+/* ubjm_check_region -- region r attached: never an older copy of the
+ * image's region (its commits would roll the image back); an unclean
+ * image comes back with the region it was mounted with (a formatted one
+ * is new); another region of a clean image holds nothing. */
+static int ubjm_check_region(const struct ubj_config *cfg,
+                             const struct ubj_mode_image *img, struct ubj_nvm *r)
+{
+    if (cfg->nvm_flags & UBJ_NVM_FORMAT)
+        return 0;
+    uint64_t rid = ubj_nvm_region_id(r);
+    if (rid == img->region_id) {
+        uint64_t gen = ubj_nvm_mount_gen(r);
+        if (gen >= img->gen)
+            return 0;
+        return ubj_set_error(-EUCLEAN, "mount: %s is an older copy of the image's "
+                             "NVM region (mount generation %llu; the image was "
+                             "last mounted with %llu): its commits would roll "
+                             "the image back; use the current region file",
+                             cfg->nvm_path, (unsigned long long)gen,
+                             (unsigned long long)img->gen);
+    }
+    if (!ubjm_unclean(img)) {
+        int64_t pending = ubj_nvm_pending(r, img->dev->nblocks);
+        if (pending <= 0)
+            return 0;
+        return ubj_set_error(-EUCLEAN, "mount: %s holds %lld committed blocks of "
+                             "an older mount of this image (region %016llx; the "
+                             "image was last mounted with %016llx): they would "
+                             "roll it back; use --format-nvm to start it afresh",
+                             cfg->nvm_path, (long long)pending,
+                             (unsigned long long)rid,
+                             (unsigned long long)img->region_id);
+    }
+    return ubj_set_error(-EUCLEAN, "mount: the image was not unmounted cleanly "
+                         "from NVM region %016llx, but %s is region %016llx: "
+                         "mount with the region it used, or, if it is lost, "
+                         "repair the image without it (fsck -y --discard-nvm)",
+                         (unsigned long long)img->region_id, cfg->nvm_path,
+                         (unsigned long long)rid);
+}
 
 /* ubj_mode_prepare -- attach the mount's region; the cache lives in it.
  * Its NVM cost model (nvm_profile) runs on the clock of the device's
  * timed model, if there is one: NVM time then passes on the same clock as
  * the device's (slept on a real clock, added on a virtual one). */
-int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
-                     struct ubj_bdev *dev, struct ubj_cache_config *cc,
-                     void **arg)
+int ubj_mode_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *img,
+                     struct ubj_cache_config *cc, void **arg)
 {
     if (cfg == NULL || cfg->nvm_path == NULL || cfg->nvm_path[0] == '\0')
         return ubj_set_error(-EINVAL, "mount: mode ubj needs an NVM region "
@@ -278,12 +323,12 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
     if (cfg->flags & UBJ_MOUNT_RDONLY)    /* the region is the cache's memory, */
         f |= UBJ_NVMA_PRIVATE;            /* but the file stays as it was */
     int rc = ubj_nvm_attach(cfg->nvm_path, cfg->nvm_size, cfg->cache_blocks,
-                            uuid, f, &r);
+                            img->uuid, f, &r);
     if (rc < 0)
         return rc;
     if (cfg->nvm_profile != NULL) {
         struct ubj_nvm_model *m;
-        struct ubj_bdev *md = dev ? ubj_model_find(dev) : NULL;
+        struct ubj_bdev *md = img->dev ? ubj_model_find(img->dev) : NULL;
         rc = ubj_nvm_model_create(cfg->nvm_profile,
                                   md ? ubj_model_clock(md) : NULL, &m);
         if (rc < 0) {
@@ -303,8 +348,52 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const uint8_t uuid[16],
     }
     p->r = r;
     p->rdonly = (cfg->flags & UBJ_MOUNT_RDONLY) != 0;
+    rc = ubjm_check_region(cfg, img, r);
+    if (rc < 0) {
+        ubj_mode_release(p);
+        return rc;
+    }
     *arg = p;
     return 0;
+}
+
+/* ubjm_record -- a read-write mount: number it, in the region first (a
+ * crash before the image records it leaves the region newer, which is
+ * accepted; an older copy never is); the home superblock must say MOUNTED,
+ * mode ubj and the region's id before anything commits (commits go to
+ * the region only), with ERRORS if the region recorded a device error. */
+int ubjm_record(struct ubj_txn *t, const struct ubj_mode_image *img,
+                struct ubj_mode_record *rec)
+{
+    struct ubj_prep *p = t->arg;
+    rec->region_id = ubj_nvm_region_id(p->r);
+    if (rec->region_id == 0)
+        return 0;
+    uint64_t g = ubj_nvm_mount_gen(p->r);
+    if (img->gen > g)
+        g = img->gen;
+    rec->gen = g + 1;
+    int rc = ubj_nvm_set_mount_gen(p->r, rec->gen);
+    if (rc < 0)
+        return ubj_set_error(rc, "mount: cannot record the mount in the NVM "
+                             "region: %s", strerror(-rc));
+    struct ubj_nvm_error e;
+    rec->errors = ubj_nvm_error_get(p->r, &e) == 1;
+    rec->write_home = true;
+    return 0;
+}
+
+/* ubjm_error -- the region's record of a device error (a checkpoint
+ * failed: docs/UBJ.md, "Device errors"); `clear`: forget it. */
+int ubjm_error(struct ubj_txn *t, bool clear)
+{
+    struct ubj_prep *p = t->arg;
+    if (p == NULL)
+        return 0;
+    if (clear)
+        return ubj_nvm_error_clear(p->r);
+    struct ubj_nvm_error e;
+    return ubj_nvm_error_get(p->r, &e);
 }
 
 /* ubj_mode_release -- close the region (the cache is gone). */
@@ -317,166 +406,40 @@ void ubj_mode_release(void *arg)
     free(p);
 }
 
-/* ---- the overlay device --------------------------------------------------- */
+/* ---- the recovered view (fsck) ----------------------------------------- */
 
-struct overlay_bdev {
-    struct ubj_bdev base;     /* first: the handle callers hold */
-    struct ubj_nvm *r;        /* read-only */
-    struct scan_table map;    /* blkno -> descriptor index of the winner */
-    const uint8_t *data;
-};
-
-/* overlay_of -- the wrapper of d. */
-static inline struct overlay_bdev *overlay_of(struct ubj_bdev *d)
+/*
+ * ubjm_view -- the mode's view verb: the image img describes with the
+ * committed blocks of the region at `path` overlaid (rule 2's winners, the
+ * scan mount's recovery runs), read-only: the region is attached
+ * read-only and must belong to the image; the NVM view (src/nvm/view.c)
+ * serves the winners.  Owns img->dev once this succeeds.
+ */
+int ubjm_view(const struct ubj_mode_image *img, const char *path,
+              struct ubj_bdev **out)
 {
-    return (struct overlay_bdev *)d;
-}
-
-/* overlay_find -- the region buffer holding blkno, or NULL. */
-static const uint8_t *overlay_find(const struct overlay_bdev *o, uint64_t blkno)
-{
-    uint64_t k = scan_slot(&o->map, blkno);
-    if (o->map.keys[k] == 0)
-        return NULL;
-    return o->data + (size_t)o->map.vals[k] * UBJ_BS;
-}
-
-/* overlay_read -- region blocks from the region, runs of others below. */
-static int overlay_read(struct ubj_bdev *d, uint64_t blkno, uint32_t count, void *buf)
-{
-    struct overlay_bdev *o = overlay_of(d);
-    uint8_t *out = buf;
-    uint32_t k = 0;
-    while (k < count) {
-        const uint8_t *src = overlay_find(o, blkno + k);
-        if (src != NULL) {
-            memcpy(out + (size_t)k * UBJ_BS, src, UBJ_BS);
-            k++;
-            continue;
-        }
-        uint32_t run = 1;
-        while (k + run < count && overlay_find(o, blkno + k + run) == NULL)
-            run++;
-        int rc = ubj_bdev_read(d->lower, blkno + k, run, out + (size_t)k * UBJ_BS);
-        if (rc < 0)
-            return rc;
-        k += run;
-    }
-    return 0;
-}
-
-/* overlay_write -- the overlay is read-only. */
-static int overlay_write(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
-                         const void *buf)
-{
-    (void)d; (void)blkno; (void)count; (void)buf;
-    return ubj_set_error(-EROFS, "nvm overlay: read-only (mount the pair once "
-                         "to recover and checkpoint, then repair the image)");
-}
-
-/* overlay_flush -- nothing to make durable. */
-static int overlay_flush(struct ubj_bdev *d)
-{
-    (void)d;
-    return 0;
-}
-
-/* overlay_destroy -- close the region, destroy the image device. */
-static void overlay_destroy(struct ubj_bdev *d)
-{
-    struct overlay_bdev *o = overlay_of(d);
-    ubj_bdev_destroy(d->lower);
-    ubj_nvm_close(o->r);
-    free(o->map.keys);
-    free(o->map.vals);
-    free(o);
-}
-
-static const struct ubj_bdev_ops overlay_ops = {
-    .version = UBJ_BDEV_OPS_VERSION,
-    .name = "nvm-overlay",
-    .read = overlay_read,
-    .write = overlay_write,
-    .flush = overlay_flush,
-    .destroy = overlay_destroy,
-};
-
-/* overlay_image_uuid -- the uuid in the image's (home) superblock. */
-static int overlay_image_uuid(struct ubj_bdev *image, uint8_t uuid[16])
-{
-    struct ubj_super *sb = aligned_alloc(UBJ_BS, UBJ_BS);
-    if (sb == NULL)
-        return ubj_set_error(-ENOMEM, "nvm overlay: out of memory");
-    int rc = ubj_bdev_read(image, 0, 1, sb);
-    if (rc == 0 && sb->hdr.magic != UBJ_MAGIC_SUPER)
-        rc = ubj_set_error(-EUCLEAN, "nvm overlay: the image has no ubjfs "
-                           "superblock (bad magic)");
-    else if (rc < 0)
-        rc = ubj_set_error(rc, "nvm overlay: cannot read the image's "
-                           "superblock");
-    if (rc == 0)
-        memcpy(uuid, sb->uuid, 16);
-    free(sb);
-    return rc;
-}
-
-/* overlay_build -- the map of winners.  0 or -errno. */
-static int overlay_build(struct overlay_bdev *o, uint64_t nblocks)
-{
+    struct ubj_nvm *r;
+    int rc = ubj_nvm_attach(path, 0, 0, img->uuid, UBJ_NVMA_RDONLY, &r);
+    if (rc < 0)
+        return rc;
     struct ubj_scan s;
-    const struct ubj_nvm_layout *l = ubj_nvm_get_layout(o->r);
-    int rc = ubj_recovery_scan(ubj_nvm_desc(o->r), l->nbufs,
-                               ubj_nvm_committed(o->r), nblocks, &s);
-    if (rc < 0)
-        return rc;
-    rc = scan_table_new(&o->map, s.nkeep);
-    const struct ubj_bufdesc *desc = ubj_nvm_desc(o->r);
-    for (uint32_t k = 0; k < s.nkeep && rc == 0; k++) {
-        uint64_t slot = scan_slot(&o->map, desc[s.keep[k]].blkno);
-        o->map.keys[slot] = desc[s.keep[k]].blkno + 1;
-        o->map.vals[slot] = s.keep[k];
-    }
-    ubj_scan_free(&s);
-    return rc;
-}
-
-/* ubj_nvm_is_overlay -- whether d is an overlay of an image and a region. */
-int ubj_nvm_is_overlay(const struct ubj_bdev *d)
-{
-    return d != NULL && d->ops == &overlay_ops;
-}
-
-/* ubj_nvm_overlay_create -- image + region's committed blocks, read-only. */
-int ubj_nvm_overlay_create(struct ubj_bdev *image, const char *region_path,
-                           struct ubj_bdev **out)
-{
-    uint8_t uuid[16];
-    if (image == NULL || region_path == NULL || out == NULL)
-        return ubj_set_error(-EINVAL, "nvm overlay: bad arguments");
-    if (image->block_size != UBJ_BS)
-        return ubj_set_error(-EINVAL, "nvm overlay: block size %u, need %u",
-                             image->block_size, UBJ_BS);
-    int rc = overlay_image_uuid(image, uuid);
-    if (rc < 0)
-        return rc;
-    struct overlay_bdev *o = calloc(1, sizeof *o);
-    if (o == NULL)
-        return ubj_set_error(-ENOMEM, "nvm overlay: out of memory");
-    rc = ubj_nvm_attach(region_path, 0, 0, uuid, UBJ_NVMA_RDONLY, &o->r);
+    const struct ubj_nvm_layout *l = ubj_nvm_get_layout(r);
+    rc = ubj_recovery_scan(ubj_nvm_desc(r), l->nbufs, ubj_nvm_committed(r),
+                           img->dev->nblocks, &s);
+    struct ubj_nvm_view_block *b = NULL;
     if (rc == 0) {
-        o->data = ubj_nvm_data(o->r);
-        rc = overlay_build(o, image->nblocks);
+        b = malloc(((size_t)s.nkeep + 1) * sizeof *b);
+        if (b == NULL)
+            rc = ubj_set_error(-ENOMEM, "ubj: out of memory for recovery");
+        const struct ubj_bufdesc *desc = ubj_nvm_desc(r);
+        for (uint32_t k = 0; b != NULL && k < s.nkeep; k++)
+            b[k] = (struct ubj_nvm_view_block){ desc[s.keep[k]].blkno, s.keep[k] };
+        if (rc == 0)
+            rc = ubj_nvm_view_create(img->dev, r, b, s.nkeep, out);
+        ubj_scan_free(&s);
     }
-    if (rc < 0) {
-        ubj_nvm_close(o->r);
-        free(o);
-        return rc;
-    }
-    o->base.ops = &overlay_ops;
-    o->base.block_size = UBJ_BS;
-    o->base.guarantees = image->guarantees;
-    o->base.nblocks = image->nblocks;
-    o->base.lower = image;
-    *out = &o->base;
-    return 0;
+    free(b);
+    if (rc < 0)
+        ubj_nvm_close(r);
+    return rc;
 }

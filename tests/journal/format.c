@@ -529,10 +529,10 @@ static void test_overlay(void **state)
     jt_fill(a, sizeof a, 1, 0);
     jt_fill(b, sizeof b, 2, 0);
     assert_int_equal(ubj_bdev_write(low, 10, 2, a), 0);
-    assert_int_equal(ubj_bdev_overlay_create(low, UBJ_OVERLAY_BORROW, &ov), 0);
+    assert_int_equal(ubj_bdev_cow_create(low, UBJ_COW_BORROW, &ov), 0);
     assert_int_equal(ubj_bdev_write(ov, 11, 2, b), 0);
     assert_int_equal(ubj_bdev_flush(ov), 0);
-    assert_int_equal(ubj_bdev_overlay_blocks(ov), 2);
+    assert_int_equal(ubj_bdev_cow_blocks(ov), 2);
     assert_int_equal(ubj_bdev_read(ov, 10, 3, got), 0);
     assert_memory_equal(got, a, JT_BS);
     assert_memory_equal(got + JT_BS, b, 2 * JT_BS);
@@ -540,7 +540,7 @@ static void test_overlay(void **state)
     assert_memory_equal(got, a, 2 * JT_BS);            /* lower unchanged */
     ubj_bdev_destroy(ov);
     assert_int_equal(ubj_bdev_read(low, 10, 1, got), 0);  /* borrowed: alive */
-    assert_int_equal(ubj_bdev_overlay_blocks(low), 0);
+    assert_int_equal(ubj_bdev_cow_blocks(low), 0);
     ubj_bdev_destroy(low);
 }
 

@@ -65,8 +65,10 @@ static void mb_crash_expect(struct ubj_bdev *dev, uint32_t nbufs, const char *pa
 static void mb_jsuper(struct ubj_bdev *dev, struct ubj_jgeom *g, struct ubj_jsuper *js)
 {
     struct ubj_super sb;
+    struct ubj_mode_image img;
     assert_int_equal(ubj_bdev_read(dev, 0, 1, &sb), 0);
-    assert_ok(ubj_journal_geom(dev, &sb, g));
+    fs_mode_image(&sb, dev, false, &img);
+    assert_ok(ubj_journal_geom(&img, g));
     assert_ok(ubj_jsuper_read(g, js));
 }
 

@@ -1,5 +1,6 @@
 /*
- * overlay.c -- the in-memory overlay (ubj_bdev_overlay_create): reads come
+ * cow.c -- the copy-on-write memory overlay (ubj_bdev_cow_create), one of
+ * the overlay family (include/ubjfs/bdev.h; src/dev/map.c): reads come
  * from the blocks written through the overlay if any, else from the lower
  * device; writes never reach the lower device.  fsck -n replays a journal
  * into one so that it checks the recovered image without changing the
@@ -9,7 +10,7 @@
  * number to a 4 KiB copy; it only grows, and copies are never freed
  * before destroy.
  *
- * Invariants: the lower device is only ever read; with UBJ_OVERLAY_BORROW
+ * Invariants: the lower device is only ever read; with UBJ_COW_BORROW
  * destroy leaves it alone, otherwise the overlay owns it.  Flush does
  * nothing (the overlay is memory).  Geometry and guarantees are lower's.
  */
@@ -33,12 +34,10 @@ struct ovl_bdev {
     uint64_t mask, n;        /* [lock] */
 };
 
-static const struct ubj_bdev_ops ovl_ops;
-
 /* ovl_of -- the overlay embedding d, or NULL. */
 static inline struct ovl_bdev *ovl_of(const struct ubj_bdev *d)
 {
-    return d != NULL && d->ops == &ovl_ops ? (struct ovl_bdev *)d : NULL;
+    return ubj_bdev_kind(d) == UBJ_BDEV_KIND_COW ? (struct ovl_bdev *)d : NULL;
 }
 
 /* ovl_slot -- the slot of blkno (found or empty). */
@@ -149,7 +148,7 @@ static void ovl_destroy(struct ubj_bdev *d)
             free(o->vals[i]);
     free(o->keys);
     free(o->vals);
-    if (!(o->flags & UBJ_OVERLAY_BORROW))
+    if (!(o->flags & UBJ_COW_BORROW))
         ubj_bdev_destroy(d->lower);
     pthread_mutex_destroy(&o->lock);
     free(o);
@@ -164,11 +163,11 @@ static const struct ubj_bdev_ops ovl_ops = {
     .destroy = ovl_destroy,
 };
 
-/* ubj_bdev_overlay_create -- a memory overlay over lower. */
-int ubj_bdev_overlay_create(struct ubj_bdev *lower, unsigned flags,
+/* ubj_bdev_cow_create -- a memory overlay over lower. */
+int ubj_bdev_cow_create(struct ubj_bdev *lower, unsigned flags,
                             struct ubj_bdev **out)
 {
-    if (lower == NULL || out == NULL || (flags & ~UBJ_OVERLAY_BORROW))
+    if (lower == NULL || out == NULL || (flags & ~UBJ_COW_BORROW))
         return ubj_set_error(-EINVAL, "overlay bdev: bad argument");
     struct ovl_bdev *o = calloc(1, sizeof *o);
     if (o == NULL || ovl_grow(o) < 0) {
@@ -178,6 +177,7 @@ int ubj_bdev_overlay_create(struct ubj_bdev *lower, unsigned flags,
     pthread_mutex_init(&o->lock, NULL);
     o->flags = flags;
     o->base.ops = &ovl_ops;
+    o->base.kind = UBJ_BDEV_KIND_COW;
     o->base.block_size = lower->block_size;
     o->base.guarantees = lower->guarantees;
     o->base.nblocks = lower->nblocks;
@@ -186,8 +186,8 @@ int ubj_bdev_overlay_create(struct ubj_bdev *lower, unsigned flags,
     return 0;
 }
 
-/* ubj_bdev_overlay_blocks -- blocks held in memory. */
-uint64_t ubj_bdev_overlay_blocks(const struct ubj_bdev *d)
+/* ubj_bdev_cow_blocks -- blocks held in memory. */
+uint64_t ubj_bdev_cow_blocks(const struct ubj_bdev *d)
 {
     struct ovl_bdev *o = ovl_of(d);
     if (o == NULL)
