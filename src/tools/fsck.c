@@ -128,23 +128,32 @@ static struct ubj_super *fsck_super(struct ubj_bdev *dev)
     return sb;
 }
 
-/* fsck_ubj_crashed -- did the image crash while mounted in mode ubj (its
- * region may hold committed blocks the image lacks)? */
-static bool fsck_ubj_crashed(const struct ubj_super *sb)
+/* fsck_crashed_region -- the mode whose NVM region may hold committed
+ * blocks the image lacks (the image crashed while mounted in it, or
+ * records it), or NULL. */
+static const char *fsck_crashed_region(const struct ubj_super *sb)
 {
-    return (sb->state & UBJ_STATE_MOUNTED) &&
-           (sb->mount_mode == UBJ_FMT_MODE_UBJ || sb->mode == UBJ_FMT_MODE_UBJ);
+    if (!(sb->state & UBJ_STATE_MOUNTED))
+        return NULL;
+    const uint32_t codes[2] = { sb->mount_mode, sb->mode };
+    for (int i = 0; i < 2; i++) {
+        const struct ubj_mode_entry *e = ubj_registry_by_code(codes[i]);
+        if (e != NULL && e->info.needs == UBJ_MODE_NEEDS_NVM)
+            return e->info.name;
+    }
+    return NULL;
 }
 
-/* fsck_hint -- a check of a crashed mode-ubj image alone: say what it
+/* fsck_hint -- a check of an image that crashed in a region mode, alone: say what it
  * cannot see. */
 static void fsck_hint(const char *image, struct ubj_bdev *dev)
 {
     struct ubj_super *sb = fsck_super(dev);
-    if (sb != NULL && fsck_ubj_crashed(sb))
-        printf("%s: last mounted in mode ubj and not unmounted cleanly: committed "
+    const char *m = sb != NULL ? fsck_crashed_region(sb) : NULL;
+    if (m != NULL)
+        printf("%s: last mounted in mode %s and not unmounted cleanly: committed "
                "blocks may live in its NVM region, which this check did not "
-               "read: pass --nvm REGION\n", image);
+               "read: pass --nvm REGION\n", image, m);
     free(sb);
 }
 

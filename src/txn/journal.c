@@ -1299,7 +1299,6 @@ static int jnl_mount_writeback(struct ubj_txn *t)
     const struct ubj_mode_ops var = {                                        \
         .version = UBJ_MODE_OPS_VERSION,                                     \
         .name = modename,                                                    \
-        .flags = UBJ_MODE_F_AREA,                                            \
         .mount = mountfn,                                                    \
         .unmount = jnl_unmount,                                              \
         .start = jnl_start,                                                  \

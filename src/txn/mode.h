@@ -99,8 +99,6 @@ struct ubj_mode_ops {
     int (*tick)(struct ubj_txn *t);
     /* the cache has no reusable buffer: make room. */
     int (*reclaim)(struct ubj_txn *t);
-    /* UBJ_MODE_F_* */
-    uint32_t flags;
     /*
      * The verbs of mount and fsck (all optional, NULL: nothing to do),
      * called through src/txn/txn.c only (ubj_txn_check_last,
@@ -150,15 +148,6 @@ struct ubj_mode_ops {
     int (*view)(const struct ubj_mode_image *img, const char *path,
                 struct ubj_bdev **out);
 };
-
-/* ubj_mode_ops.flags */
-#define UBJ_MODE_F_AREA 0x1u  /* keeps its log in the image's format area,
-                                 which it mounts and recovers itself; for
-                                 other modes mount replays a log left there
-                                 (docs/JOURNAL.md) */
-#define UBJ_MODE_F_REGION 0x2u /* keeps committed blocks in an NVM region,
-                                  off the image, until they are written
-                                  home (UBJ): an unclean image needs it */
 
 struct ubj_txn_stats {
     uint64_t commits, checkpoints;

@@ -41,13 +41,24 @@ int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2,
 #define TXN_TRACE(t, what, arg, rc) ((void)(t), (void)(arg))
 #endif
 
+/* txn_needs -- what mode `ops` needs besides the image, from the registry:
+ * a log in the image's format area (it mounts and recovers it itself;
+ * for other modes mount replays a log left there, docs/JOURNAL.md), an
+ * NVM region holding committed blocks off the image until they are
+ * written home (an unclean image needs it), or nothing. */
+static enum ubj_mode_need txn_needs(const struct ubj_mode_ops *ops)
+{
+    const struct ubj_mode_entry *e = ubj_registry_by_ops(ops);
+    return e != NULL ? e->info.needs : UBJ_MODE_NEEDS_NOTHING;
+}
+
 /* ubj_txn_format_reserve -- the format area's size (see mode.h). */
 int ubj_txn_format_reserve(const struct ubj_mode_ops *ops, uint64_t nblocks,
                            uint64_t data_start, uint64_t asked, uint64_t *blocks)
 {
     uint64_t jb = asked;
     *blocks = 0;
-    if (jb == 0 && ops != NULL && (ops->flags & UBJ_MODE_F_AREA))
+    if (jb == 0 && ops != NULL && txn_needs(ops) == UBJ_MODE_NEEDS_LOG)
         jb = ubj_journal_default_blocks(nblocks);
     if (jb == 0)
         return 0;
@@ -81,7 +92,7 @@ int ubj_txn_check_last(const struct ubj_mode_ops *ops,
 {
     assert(ops != NULL && img != NULL);
     int rc = 0;
-    if (img->area_blocks && !(ops->flags & UBJ_MODE_F_AREA))   /* docs/JOURNAL.md */
+    if (img->area_blocks && txn_needs(ops) != UBJ_MODE_NEEDS_LOG)   /* docs/JOURNAL.md */
         rc = ubj_journal_mount_other(img);
     if (rc == 0 && img->last != NULL && img->last->check_last != NULL)
         rc = img->last->check_last(img, cfg, img->last == ops);
@@ -160,9 +171,9 @@ const struct ubj_mode_ops *ubj_txn_unrecovered(const struct ubj_mode_image *img)
 {
     if (!img->mounted)
         return NULL;
-    if (img->last != NULL && (img->last->flags & UBJ_MODE_F_REGION))
+    if (img->last != NULL && txn_needs(img->last) == UBJ_MODE_NEEDS_NVM)
         return img->last;
-    if (img->recorded != NULL && (img->recorded->flags & UBJ_MODE_F_REGION))
+    if (img->recorded != NULL && txn_needs(img->recorded) == UBJ_MODE_NEEDS_NVM)
         return img->recorded;
     return NULL;
 }

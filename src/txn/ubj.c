@@ -987,7 +987,6 @@ static int ubjm_reclaim(struct ubj_txn *t)
 const struct ubj_mode_ops ubj_mode_ubj = {
     .version = UBJ_MODE_OPS_VERSION,
     .name = "ubj",
-    .flags = UBJ_MODE_F_REGION,
     .mount = ubjm_mount,
     .unmount = ubjm_unmount,
     .start = ubjm_start,
