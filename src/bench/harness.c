@@ -572,7 +572,7 @@ int bh_fs_error(struct bh_run *r, int rc, const char *what)
 
 /* run_charge_nvm -- add the NVM model's new time to the clock, when the
  * device has no timed model: with one, the NVM model runs on the model's
- * clock (ubj_mode_prepare) and its time has passed already. */
+ * clock (ubjm_prepare) and its time has passed already. */
 static void run_charge_nvm(struct bh_run *r)
 {
     struct ubj_fs_stats st;

@@ -108,21 +108,21 @@ struct ex {
 
 #if UBJ_TEST_HOOKS   /* a test build only (CMake option UBJ_TEST_HOOKS) */
 
-static enum ubj_break ex_ubj_break;
+static enum ubjm_break ex_ubj_break;
 static enum ubj_jbreak ex_j_break;
 
 static const struct {
     const char *name;
-    enum ubj_break ub;
+    enum ubjm_break ub;
     enum ubj_jbreak jb;
 } ex_breaks[] = {
-    { "none", UBJ_BREAK_NONE, UBJ_JBREAK_NONE },
-    { "ubj-data-flush", UBJ_BREAK_DATA_FLUSH, UBJ_JBREAK_NONE },
-    { "ubj-commit-persist", UBJ_BREAK_COMMIT_PERSIST, UBJ_JBREAK_NONE },
-    { "ubj-early-free", UBJ_BREAK_EARLY_FREE, UBJ_JBREAK_NONE },
-    { "ubj-ckpt-flush", UBJ_BREAK_CKPT_FLUSH, UBJ_JBREAK_NONE },
-    { "journal-commit-flush", UBJ_BREAK_NONE, UBJ_JBREAK_COMMIT_FLUSH },
-    { "journal-ckpt-flush", UBJ_BREAK_NONE, UBJ_JBREAK_CKPT_FLUSH },
+    { "none", UBJM_BREAK_NONE, UBJ_JBREAK_NONE },
+    { "ubj-data-flush", UBJM_BREAK_DATA_FLUSH, UBJ_JBREAK_NONE },
+    { "ubj-commit-persist", UBJM_BREAK_COMMIT_PERSIST, UBJ_JBREAK_NONE },
+    { "ubj-early-free", UBJM_BREAK_EARLY_FREE, UBJ_JBREAK_NONE },
+    { "ubj-ckpt-flush", UBJM_BREAK_CKPT_FLUSH, UBJ_JBREAK_NONE },
+    { "journal-commit-flush", UBJM_BREAK_NONE, UBJ_JBREAK_COMMIT_FLUSH },
+    { "journal-ckpt-flush", UBJM_BREAK_NONE, UBJ_JBREAK_CKPT_FLUSH },
 };
 
 /* cx_set_break -- select a broken variant for the recorded runs. */
@@ -157,7 +157,7 @@ const char *cx_break_names(void)
 /* ex_breaking -- switch the selected variant on (1) or everything off (0). */
 static void ex_breaking(int on)
 {
-    ubj_ubj_test_break(on ? ex_ubj_break : UBJ_BREAK_NONE);
+    ubjm_test_break(on ? ex_ubj_break : UBJM_BREAK_NONE);
     ubj_journal_test_break(on ? ex_j_break : UBJ_JBREAK_NONE);
 }
 #else   /* a plain build: no broken variant to switch */
@@ -1241,7 +1241,7 @@ int cx_explore(const struct cx_config *cfg, const struct cx_workload *w,
     x->rng = cfg->seed ^ ex_workload_hash(w) ^
              ((uint64_t)ubj_crc32c(7, cfg->mode, strlen(cfg->mode)) << 32);
     ex_paths(x);
-    ubj_ubj_test_limits(250, 300);       /* commits and checkpoints often */
+    ubjm_test_limits(250, 300);       /* commits and checkpoints often */
     ex_breaking(0);
     int rc = ubj_bdev_ram_create(cfg->nblocks, &x->img);
     if (rc == 0 && x->nvm)
@@ -1252,7 +1252,7 @@ int cx_explore(const struct cx_config *cfg, const struct cx_workload *w,
         rc = ex_reference(x);
     if (rc == 0)
         rc = x->nvm ? ex_explore_ubj(x) : ex_explore_epochs(x);
-    ubj_ubj_test_limits(0, 0);
+    ubjm_test_limits(0, 0);
     ex_cleanup(x);
     free(x);
     return rc;

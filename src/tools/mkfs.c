@@ -34,13 +34,13 @@
 #include <uuid/uuid.h>
 #include "fs/format.h"
 #include "txn/journal.h"      /* UBJ_JOURNAL_MIN_BLOCKS */
-#include "txn/ubj.h"          /* ubj_nvm_attach, ubj_nvm_pending: the region */
+#include "txn/ubj.h"          /* ubjm_attach, ubjm_pending: the region */
 #include "ubjfs/nvm.h"
 #include "tools.h"
 
 #define MKFS_MIN_SIZE (1ULL << 20)                 /* 1 MiB */
 #define MKFS_MAX_SIZE ((1ULL << 40) * UBJ_BS)      /* 2^40 blocks: 4 PiB */
-#define MKFS_NVM_BUFS 16384u     /* default region: ubj_nvm_attach's (64 MiB) */
+#define MKFS_NVM_BUFS 16384u     /* default region: ubjm_attach's (64 MiB) */
 
 struct mkfs_args {
     const char *image;
@@ -482,7 +482,7 @@ static int mkfs_nvm_contents(const struct mkfs_args *a, const struct stat *st)
         }
         return -1;               /* empty, a device, or --force: made anew */
     }
-    int64_t pending = rc < 0 ? rc : ubj_nvm_pending(r, UINT64_MAX);
+    int64_t pending = rc < 0 ? rc : ubjm_pending(r, UINT64_MAX);
     if (rc == 0)
         ubj_nvm_close(r);
     if (pending > 0) {
@@ -538,7 +538,7 @@ static int mkfs_nvm_check(struct mkfs_args *a)
  * -1 or an exit code. */
 static int mkfs_nvm_make(const struct mkfs_args *a, struct ubj_nvm **out)
 {
-    int rc = ubj_nvm_attach(a->nvm, a->nvm_size, 0, a->fo.uuid, UBJ_NVMA_FORMAT, out);
+    int rc = ubjm_attach(a->nvm, a->nvm_size, 0, a->fo.uuid, UBJM_NVMA_FORMAT, out);
     if (rc < 0) {
         tools_err("%s (%s not touched)", tools_libmsg(rc), a->image);
         if (!a->nvm_existed)

@@ -84,10 +84,10 @@
 #include "util/util.h"
 
 #define UBJ_BS 4096u
-#define UBJ_DIRTY_PERMILLE 100u      /* running txn limit: 1/10 of the cache */
-#define UBJ_FROZEN_PERMILLE 500u     /* checkpoint beyond 1/2 of the cache */
-#define UBJ_CKPT_AGE_TICKS 6u        /* checkpoint after 6 commit intervals */
-#define UBJ_COLD_FRACTION 8u         /* ... or when CLOCK met cold frozen
+#define UBJM_DIRTY_PERMILLE 100u      /* running txn limit: 1/10 of the cache */
+#define UBJM_FROZEN_PERMILLE 500u     /* checkpoint beyond 1/2 of the cache */
+#define UBJM_CKPT_AGE_TICKS 6u        /* checkpoint after 6 commit intervals */
+#define UBJM_COLD_FRACTION 8u         /* ... or when CLOCK met cold frozen
                                         buffers worth 1/8 of the cache */
 
 /* A FROZEN_OLD buffer waiting for the commit that allows freeing it. */
@@ -129,8 +129,8 @@ struct ubjm_state {
 
 static unsigned ubjm_lim_dirty, ubjm_lim_frozen;
 
-/* ubj_ubj_test_limits -- override the commit/checkpoint thresholds. */
-void ubj_ubj_test_limits(unsigned dirty_permille, unsigned frozen_permille)
+/* ubjm_test_limits -- override the commit/checkpoint thresholds. */
+void ubjm_test_limits(unsigned dirty_permille, unsigned frozen_permille)
 {
     ubjm_lim_dirty = dirty_permille;
     ubjm_lim_frozen = frozen_permille;
@@ -140,31 +140,31 @@ void ubj_ubj_test_limits(unsigned dirty_permille, unsigned frozen_permille)
 static int ubjm_break_mode = -1;              /* -1: read UBJ_TEST_BREAK */
 static void (*ubjm_commit_cb)(void *, uint64_t);
 static void *ubjm_commit_ctx;
-static void (*ubjm_point_cb)(void *, enum ubj_test_point);
+static void (*ubjm_point_cb)(void *, enum ubjm_test_point);
 static void *ubjm_point_ctx;
 
-/* ubj_ubj_test_break -- select a deliberately broken variant. */
-void ubj_ubj_test_break(enum ubj_break which)
+/* ubjm_test_break -- select a deliberately broken variant. */
+void ubjm_test_break(enum ubjm_break which)
 {
     ubjm_break_mode = (int)which;
 }
 
-/* ubj_ubj_test_on_commit -- a callback after each durable commit record. */
-void ubj_ubj_test_on_commit(void (*cb)(void *ctx, uint64_t txid), void *ctx)
+/* ubjm_test_on_commit -- a callback after each durable commit record. */
+void ubjm_test_on_commit(void (*cb)(void *ctx, uint64_t txid), void *ctx)
 {
     ubjm_commit_cb = cb;
     ubjm_commit_ctx = ctx;
 }
 
-/* ubj_ubj_test_on_point -- a callback at each test point. */
-void ubj_ubj_test_on_point(void (*cb)(void *ctx, enum ubj_test_point p), void *ctx)
+/* ubjm_test_on_point -- a callback at each test point. */
+void ubjm_test_on_point(void (*cb)(void *ctx, enum ubjm_test_point p), void *ctx)
 {
     ubjm_point_cb = cb;
     ubjm_point_ctx = ctx;
 }
 
 /* ubjm_point -- run the test callback for point p, if any. */
-static void ubjm_point(enum ubj_test_point p)
+static void ubjm_point(enum ubjm_test_point p)
 {
     if (ubjm_point_cb)
         ubjm_point_cb(ubjm_point_ctx, p);
@@ -178,7 +178,7 @@ static void ubjm_committed(uint64_t T)
 }
 
 /* ubjm_broken -- whether broken variant `b` is selected. */
-static bool ubjm_broken(enum ubj_break b)
+static bool ubjm_broken(enum ubjm_break b)
 {
     if (ubjm_break_mode < 0) {
         const char *e = getenv("UBJ_TEST_BREAK");
@@ -349,9 +349,9 @@ static void ubjm_freeze_one(struct ubj_txn *t, struct ubj_buf *b, uint64_t T)
 {
     struct ubjm_state *s = ubjm_of(t);
     ubj_cache_seal(t->cache, b);
-    if (!ubjm_broken(UBJ_BREAK_DATA_FLUSH))
+    if (!ubjm_broken(UBJM_BREAK_DATA_FLUSH))
         ubj_nvm_flush(s->r, b->data, UBJ_BS);
-    ubj_nvm_store64(s->r, &b->d->ptag, ubj_ptag(T, b->d->kind));
+    ubj_nvm_store64(s->r, &b->d->ptag, ubjm_ptag(T, b->d->kind));
     ubj_nvm_flush(s->r, b->d, sizeof *b->d);
     ubj_cache_set_state(t->cache, b, UBJ_BUF_FROZEN, T);
     ubj_cache_clear_flags(t->cache, b, UBJ_BUF_PINNED);
@@ -397,8 +397,8 @@ static int ubjm_commit_phase1(struct ubj_txn *t, uint64_t T, uint32_t *nfrozen,
     s->ntxn = n;
     *nfrozen = n;
     /* U3: committed successors only -- unless deliberately broken */
-    *nolds = ubjm_olds_store(t, ubjm_broken(UBJ_BREAK_EARLY_FREE) ? T : s->committed);
-    if (ubjm_broken(UBJ_BREAK_EARLY_FREE)) {   /* also the versions T replaces */
+    *nolds = ubjm_olds_store(t, ubjm_broken(UBJM_BREAK_EARLY_FREE) ? T : s->committed);
+    if (ubjm_broken(UBJM_BREAK_EARLY_FREE)) {   /* also the versions T replaces */
         for (uint32_t k = 0; k < n; k++) {
             struct ubj_buf *b = ubj_cache_buf_at(t->cache, s->txn[k]);
             if (b->d->older != UBJ_NOBUF) {
@@ -417,7 +417,7 @@ static int ubjm_commit_record(struct ubj_txn *t, uint64_t T)
     struct ubjm_state *s = ubjm_of(t);
     uint64_t *word = ubj_nvm_committed_word(s->r);
     ubj_nvm_store64(s->r, word, T);
-    if (ubjm_broken(UBJ_BREAK_COMMIT_PERSIST))
+    if (ubjm_broken(UBJM_BREAK_COMMIT_PERSIST))
         return 0;
     return ubj_nvm_persist(s->r, word, 8);
 }
@@ -436,7 +436,7 @@ static int ubjm_commit_locked(struct ubj_txn *t)
     ubjm_trace("commit %llu: %u listed", (unsigned long long)T, s->ntxn);
     int rc = ubjm_commit_phase1(t, T, &nfrozen, &nolds);
     if (rc == 0) {
-        ubjm_point(UBJ_TP_COMMIT_FROZEN);
+        ubjm_point(UBJM_TP_COMMIT_FROZEN);
         rc = ubjm_commit_record(t, T);
     }
     if (rc < 0)
@@ -489,10 +489,10 @@ static bool ubjm_ckpt_same(const struct ubj_buf *b, uint64_t txid)
 static int ubjm_ckpt_write(struct ubj_txn *t, const uint32_t *list,
                            const uint64_t *txid, uint32_t n, bool *flush_failed)
 {
-    const uint64_t *check = ubjm_broken(UBJ_BREAK_CKPT_ANY_FROZEN) ? NULL : txid;
+    const uint64_t *check = ubjm_broken(UBJM_BREAK_CKPT_ANY_FROZEN) ? NULL : txid;
     int rc = ubj_cache_write_bufs(t->cache, list, check, n);
     *flush_failed = false;
-    if (rc == 0 && !ubjm_broken(UBJ_BREAK_CKPT_FLUSH)) {
+    if (rc == 0 && !ubjm_broken(UBJM_BREAK_CKPT_FLUSH)) {
         rc = ubj_bdev_flush(t->dev);
         *flush_failed = rc < 0;
     }
@@ -625,10 +625,10 @@ static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
     }
     ubjm_trace("checkpoint %u buffers without the mount lock", n);
     pthread_mutex_unlock(t->lock);
-    ubjm_point(UBJ_TP_CKPT_UNLOCKED);
+    ubjm_point(UBJM_TP_CKPT_UNLOCKED);
     bool flush_failed;
     int rc = ubjm_ckpt_write(t, s->ckpt, s->ckpt_txid, n, &flush_failed);
-    ubjm_point(UBJ_TP_CKPT_WRITTEN);
+    ubjm_point(UBJM_TP_CKPT_WRITTEN);
     pthread_mutex_lock(t->lock);
     if (rc < 0)   /* writers ran meanwhile; nothing of this one changed state */
         return ubjm_ckpt_failed(t, rc, UBJ_NVM_ERR_TIMER, n, flush_failed);
@@ -638,7 +638,7 @@ static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
 }
 
 /* ubjm_cold_pressure -- eviction keeps meeting cold frozen (or pinned
- * dirty) buffers: more than 1/UBJ_COLD_FRACTION of the cache since the
+ * dirty) buffers: more than 1/UBJM_COLD_FRACTION of the cache since the
  * last checkpoint.  They cannot be evicted until committed and
  * checkpointed, so CLOCK evicts hot clean blocks instead (Filebench's
  * webserver, read-mostly with an append log, lost 11 points of hit ratio
@@ -648,7 +648,7 @@ static bool ubjm_cold_pressure(struct ubj_txn *t)
 {
     struct ubjm_state *s = ubjm_of(t);
     s->cold += ubj_cache_take_cold_frozen(t->cache);
-    return s->cold > s->nbufs / UBJ_COLD_FRACTION;
+    return s->cold > s->nbufs / UBJM_COLD_FRACTION;
 }
 
 /* ubjm_maybe_checkpoint -- checkpoint if frozen buffers exceed the limit
@@ -669,9 +669,9 @@ static int ubjm_recover(struct ubj_txn *t)
 {
     struct ubjm_state *s = ubjm_of(t);
     struct ubj_bufdesc *desc = ubj_nvm_desc(s->r);
-    struct ubj_scan sc;
+    struct ubjm_scan sc;
     uint64_t t0 = ubjm_now_ns();
-    int rc = ubj_recovery_scan(desc, s->nbufs, s->committed, t->dev->nblocks, &sc);
+    int rc = ubjm_recovery_scan(desc, s->nbufs, s->committed, t->dev->nblocks, &sc);
     if (rc < 0)
         return rc;
     for (uint32_t k = 0; k < sc.ndrop; k++) {
@@ -685,8 +685,8 @@ static int ubjm_recover(struct ubj_txn *t)
     for (uint32_t k = 0; k < sc.nkeep && rc == 0; k++) {
         struct ubj_bufdesc *d = &desc[sc.keep[k]];
         d->state = UBJ_BUF_FROZEN;
-        d->txid = ubj_ptag_txid(d->ptag);
-        d->kind = (d->ptag & UBJ_PTAG_META) ? UBJ_KIND_META : UBJ_KIND_DATA;
+        d->txid = ubjm_ptag_txid(d->ptag);
+        d->kind = (d->ptag & UBJM_PTAG_META) ? UBJ_KIND_META : UBJ_KIND_DATA;
     }
     if (rc == 0)
         rc = ubj_cache_adopt(t->cache);
@@ -695,7 +695,7 @@ static int ubjm_recover(struct ubj_txn *t)
         ubjm_crc_set(s, ubj_cache_buf_at(t->cache, sc.keep[k]));
 #endif
     t->stats.recovered_blocks = sc.nkeep;
-    ubj_scan_free(&sc);
+    ubjm_scan_free(&sc);
     t->stats.recovery_ns = ubjm_now_ns() - t0;
     return rc < 0 ? rc : 0;
 }
@@ -742,8 +742,8 @@ static struct ubjm_state *ubjm_state_new(uint32_t n)
         ubjm_state_free(s);
         return NULL;
     }
-    unsigned dp = ubjm_lim_dirty ? ubjm_lim_dirty : UBJ_DIRTY_PERMILLE;
-    unsigned fp = ubjm_lim_frozen ? ubjm_lim_frozen : UBJ_FROZEN_PERMILLE;
+    unsigned dp = ubjm_lim_dirty ? ubjm_lim_dirty : UBJM_DIRTY_PERMILLE;
+    unsigned fp = ubjm_lim_frozen ? ubjm_lim_frozen : UBJM_FROZEN_PERMILLE;
     s->max_dirty = (uint32_t)((uint64_t)n * dp / 1000u);
     s->max_frozen = (uint32_t)((uint64_t)n * fp / 1000u);
     if (s->max_dirty < 8)
@@ -754,7 +754,7 @@ static struct ubjm_state *ubjm_state_new(uint32_t n)
 /* ubjm_mount -- the region (from prepare) must back the cache; recover. */
 static int ubjm_mount(struct ubj_txn *t)
 {
-    const struct ubj_prep *p = t->arg;
+    const struct ubjm_prep *p = t->arg;
     if (p == NULL || p->r == NULL)
         return ubj_set_error(-EINVAL, "mode ubj: no NVM region (mount it "
                              "through ubj_mount with nvm_path)");
@@ -945,7 +945,7 @@ static int ubjm_tick(struct ubj_txn *t)
     ubjm_counts(t, &dirty, &frozen);
     if (frozen > 0)
         s->ticks_frozen++;
-    if (frozen > s->max_frozen / 2 || s->ticks_frozen >= UBJ_CKPT_AGE_TICKS)
+    if (frozen > s->max_frozen / 2 || s->ticks_frozen >= UBJM_CKPT_AGE_TICKS)
         rc = ubjm_checkpoint_unlocked(t);
     return rc;
 }
@@ -998,9 +998,9 @@ const struct ubj_mode_ops ubj_mode_ubj = {
     .tick = ubjm_tick,
     .reclaim = ubjm_reclaim,
     .check_last = ubjm_check_last,
-    .prepare = ubj_mode_prepare,
+    .prepare = ubjm_prepare,
     .record = ubjm_record,
     .error = ubjm_error,
-    .release = ubj_mode_release,
+    .release = ubjm_release,
     .view = ubjm_view,
 };

@@ -1,7 +1,7 @@
 /*
  * ubj_recovery.c -- what mode `ubj` shares between mount and fsck: the
  * recovery scan (which descriptors of a region hold the newest committed
- * version of a block), pairing a region with an image (ubj_nvm_attach:
+ * version of a block), pairing a region with an image (ubjm_attach:
  * the refusals and --format-nvm), the mode's verbs (check_last, prepare,
  * record, error, release) and its view verb: the recovered read-only
  * view of an image and its region that lets ubj_check run on a pair
@@ -27,7 +27,7 @@
 #include "ubjfs/model.h"
 #include "util/util.h"
 
-#define UBJ_DEFAULT_BUFS 16384u
+#define UBJM_DEFAULT_BUFS 16384u
 
 /* ---- the scan ------------------------------------------------------------- */
 
@@ -63,8 +63,8 @@ static int scan_table_new(struct scan_table *t, uint32_t n)
     return 0;
 }
 
-/* ubj_scan_free -- free a scan's lists. */
-void ubj_scan_free(struct ubj_scan *s)
+/* ubjm_scan_free -- free a scan's lists. */
+void ubjm_scan_free(struct ubjm_scan *s)
 {
     free(s->keep);
     free(s->drop);
@@ -73,18 +73,18 @@ void ubj_scan_free(struct ubj_scan *s)
 
 /* scan_one -- rules 1-2 for descriptor i; updates the table and drop. */
 static int scan_one(const struct ubj_bufdesc *desc, uint32_t i, uint64_t committed,
-                    uint64_t dev_nblocks, struct scan_table *t, struct ubj_scan *s)
+                    uint64_t dev_nblocks, struct scan_table *t, struct ubjm_scan *s)
 {
     uint64_t tag = __atomic_load_n(&desc[i].ptag, __ATOMIC_RELAXED);
     if (tag == 0)
         return 0;
-    uint64_t txid = ubj_ptag_txid(tag);
-    if (!(tag & UBJ_PTAG_FROZEN) || txid == 0 || txid > committed) {
+    uint64_t txid = ubjm_ptag_txid(tag);
+    if (!(tag & UBJM_PTAG_FROZEN) || txid == 0 || txid > committed) {
         s->drop[s->ndrop++] = i;     /* never committed: a crashed commit */
         return 0;
     }
     uint64_t blkno = desc[i].blkno;
-    if ((tag & 0xffu & ~(uint64_t)UBJ_PTAG_KNOWN) || blkno >= dev_nblocks)
+    if ((tag & 0xffu & ~(uint64_t)UBJM_PTAG_KNOWN) || blkno >= dev_nblocks)
         return ubj_set_error(-EUCLEAN, "ubj: corrupt NVM region: buffer %u "
                              "(tag 0x%llx) holds block %llu", i,
                              (unsigned long long)tag, (unsigned long long)blkno);
@@ -95,7 +95,7 @@ static int scan_one(const struct ubj_bufdesc *desc, uint32_t i, uint64_t committ
         return 0;
     }
     uint32_t j = t->vals[k];
-    uint64_t jt = ubj_ptag_txid(desc[j].ptag);
+    uint64_t jt = ubjm_ptag_txid(desc[j].ptag);
     if (jt == txid)
         return ubj_set_error(-EUCLEAN, "ubj: corrupt NVM region: buffers %u "
                              "and %u both hold block %llu of transaction %llu",
@@ -110,10 +110,10 @@ static int scan_one(const struct ubj_bufdesc *desc, uint32_t i, uint64_t committ
     return 0;
 }
 
-/* ubj_recovery_scan -- the winners and the tags to clear. */
-int ubj_recovery_scan(const struct ubj_bufdesc *desc, uint32_t nbufs,
+/* ubjm_recovery_scan -- the winners and the tags to clear. */
+int ubjm_recovery_scan(const struct ubj_bufdesc *desc, uint32_t nbufs,
                       uint64_t committed, uint64_t dev_nblocks,
-                      struct ubj_scan *out)
+                      struct ubjm_scan *out)
 {
     struct scan_table t;
     memset(out, 0, sizeof *out);
@@ -132,21 +132,21 @@ int ubj_recovery_scan(const struct ubj_bufdesc *desc, uint32_t nbufs,
     free(t.keys);
     free(t.vals);
     if (rc < 0)
-        ubj_scan_free(out);
+        ubjm_scan_free(out);
     return rc;
 }
 
-/* ubj_nvm_pending -- committed blocks not yet home (what recovery keeps). */
-int64_t ubj_nvm_pending(struct ubj_nvm *r, uint64_t dev_nblocks)
+/* ubjm_pending -- committed blocks not yet home (what recovery keeps). */
+int64_t ubjm_pending(struct ubj_nvm *r, uint64_t dev_nblocks)
 {
-    struct ubj_scan s;
+    struct ubjm_scan s;
     const struct ubj_nvm_layout *l = ubj_nvm_get_layout(r);
-    int rc = ubj_recovery_scan(ubj_nvm_desc(r), l->nbufs, ubj_nvm_committed(r),
+    int rc = ubjm_recovery_scan(ubj_nvm_desc(r), l->nbufs, ubj_nvm_committed(r),
                                dev_nblocks, &s);
     if (rc < 0)
         return rc;
     int64_t n = s.nkeep;
-    ubj_scan_free(&s);
+    ubjm_scan_free(&s);
     return n;
 }
 
@@ -163,7 +163,7 @@ static int attach_may_format(const char *path)
         return 0;
     if (rc < 0)
         return rc;
-    int64_t pending = ubj_nvm_pending(old, UINT64_MAX);
+    int64_t pending = ubjm_pending(old, UINT64_MAX);
     char u[37];
     ubj_nvm_uuid_text(ubj_nvm_uuid(old), u);
     ubj_nvm_close(old);
@@ -175,19 +175,19 @@ static int attach_may_format(const char *path)
     return 0;
 }
 
-/* ubj_nvm_attach -- open (checked) or format the region of image uuid. */
-int ubj_nvm_attach(const char *path, uint64_t size, uint32_t nbufs,
+/* ubjm_attach -- open (checked) or format the region of image uuid. */
+int ubjm_attach(const char *path, uint64_t size, uint32_t nbufs,
                    const uint8_t uuid[16], unsigned flags, struct ubj_nvm **out)
 {
     if (path == NULL || uuid == NULL || out == NULL ||
-        (flags & ~(UBJ_NVMA_FORMAT | UBJ_NVMA_RDONLY | UBJ_NVMA_PRIVATE)) ||
-        ((flags & UBJ_NVMA_FORMAT) && (flags & (UBJ_NVMA_RDONLY | UBJ_NVMA_PRIVATE))))
+        (flags & ~(UBJM_NVMA_FORMAT | UBJM_NVMA_RDONLY | UBJM_NVMA_PRIVATE)) ||
+        ((flags & UBJM_NVMA_FORMAT) && (flags & (UBJM_NVMA_RDONLY | UBJM_NVMA_PRIVATE))))
         return ubj_set_error(-EINVAL, "nvm: bad attach arguments");
     struct ubj_nvm *r;
     int rc;
-    if (!(flags & UBJ_NVMA_FORMAT)) {
-        unsigned of = (flags & UBJ_NVMA_RDONLY) ? UBJ_NVM_OPEN_RDONLY :
-                      (flags & UBJ_NVMA_PRIVATE) ? UBJ_NVM_OPEN_PRIVATE : 0u;
+    if (!(flags & UBJM_NVMA_FORMAT)) {
+        unsigned of = (flags & UBJM_NVMA_RDONLY) ? UBJ_NVM_OPEN_RDONLY :
+                      (flags & UBJM_NVMA_PRIVATE) ? UBJ_NVM_OPEN_PRIVATE : 0u;
         rc = ubj_nvm_open(path, of, &r);
         if (rc < 0)
             return rc;
@@ -200,7 +200,7 @@ int ubj_nvm_attach(const char *path, uint64_t size, uint32_t nbufs,
         return 0;
     }
     struct ubj_nvm_layout l;
-    rc = ubj_nvm_layout_for(nbufs == 0 && size == 0 ? UBJ_DEFAULT_BUFS : nbufs,
+    rc = ubj_nvm_layout_for(nbufs == 0 && size == 0 ? UBJM_DEFAULT_BUFS : nbufs,
                             size, &l);
     if (rc == 0)
         rc = attach_may_format(path);
@@ -209,15 +209,15 @@ int ubj_nvm_attach(const char *path, uint64_t size, uint32_t nbufs,
     return rc;
 }
 
-/* ubj_region_probe -- id and pending committed blocks of a region file. */
-int ubj_region_probe(const char *path, uint64_t *id, int64_t *pending)
+/* ubjm_region_probe -- id and pending committed blocks of a region file. */
+int ubjm_region_probe(const char *path, uint64_t *id, int64_t *pending)
 {
     struct ubj_nvm *r;
     int rc = ubj_nvm_open(path, UBJ_NVM_OPEN_RDONLY, &r);
     if (rc < 0)
         return rc;
     *id = ubj_nvm_region_id(r);
-    *pending = ubj_nvm_pending(r, UINT64_MAX);
+    *pending = ubjm_pending(r, UINT64_MAX);
     ubj_nvm_close(r);
     return 0;
 }
@@ -253,7 +253,7 @@ int ubjm_check_last(const struct ubj_mode_image *img, const struct ubj_config *c
         return 0;
     uint64_t id = 0;
     int64_t pending = 0;
-    int rc = ubj_region_probe(cfg->nvm_path, &id, &pending);
+    int rc = ubjm_region_probe(cfg->nvm_path, &id, &pending);
     (void)pending;
     if (rc == 0 && id == img->region_id)
         return 0;   /* its own region: attach refuses it if it holds any */
@@ -286,7 +286,7 @@ static int ubjm_check_region(const struct ubj_config *cfg,
                              (unsigned long long)img->gen);
     }
     if (!ubjm_unclean(img)) {
-        int64_t pending = ubj_nvm_pending(r, img->dev->nblocks);
+        int64_t pending = ubjm_pending(r, img->dev->nblocks);
         if (pending <= 0)
             return 0;
         return ubj_set_error(-EUCLEAN, "mount: %s holds %lld committed blocks of "
@@ -305,11 +305,11 @@ static int ubjm_check_region(const struct ubj_config *cfg,
                          (unsigned long long)rid);
 }
 
-/* ubj_mode_prepare -- attach the mount's region; the cache lives in it.
+/* ubjm_prepare -- attach the mount's region; the cache lives in it.
  * Its NVM cost model (nvm_profile) runs on the clock of the device's
  * timed model, if there is one: NVM time then passes on the same clock as
  * the device's (slept on a real clock, added on a virtual one). */
-int ubj_mode_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *img,
+int ubjm_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *img,
                      struct ubj_cache_config *cc, void **arg)
 {
     if (cfg == NULL || cfg->nvm_path == NULL || cfg->nvm_path[0] == '\0')
@@ -319,10 +319,10 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *
         return ubj_set_error(-EINVAL, "mount: unknown nvm_flags 0x%x",
                              cfg->nvm_flags);
     struct ubj_nvm *r;
-    unsigned f = (cfg->nvm_flags & UBJ_NVM_FORMAT) ? UBJ_NVMA_FORMAT : 0u;
+    unsigned f = (cfg->nvm_flags & UBJ_NVM_FORMAT) ? UBJM_NVMA_FORMAT : 0u;
     if (cfg->flags & UBJ_MOUNT_RDONLY)    /* the region is the cache's memory, */
-        f |= UBJ_NVMA_PRIVATE;            /* but the file stays as it was */
-    int rc = ubj_nvm_attach(cfg->nvm_path, cfg->nvm_size, cfg->cache_blocks,
+        f |= UBJM_NVMA_PRIVATE;            /* but the file stays as it was */
+    int rc = ubjm_attach(cfg->nvm_path, cfg->nvm_size, cfg->cache_blocks,
                             img->uuid, f, &r);
     if (rc < 0)
         return rc;
@@ -341,7 +341,7 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *
     cc->desc_mem = ubj_nvm_desc(r);
     cc->data_mem = ubj_nvm_data(r);
     cc->flags |= UBJ_CACHE_ADOPT;
-    struct ubj_prep *p = calloc(1, sizeof *p);
+    struct ubjm_prep *p = calloc(1, sizeof *p);
     if (p == NULL) {
         ubj_nvm_close(r);
         return ubj_set_error(-ENOMEM, "mount: out of memory");
@@ -350,7 +350,7 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *
     p->rdonly = (cfg->flags & UBJ_MOUNT_RDONLY) != 0;
     rc = ubjm_check_region(cfg, img, r);
     if (rc < 0) {
-        ubj_mode_release(p);
+        ubjm_release(p);
         return rc;
     }
     *arg = p;
@@ -365,7 +365,7 @@ int ubj_mode_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *
 int ubjm_record(struct ubj_txn *t, const struct ubj_mode_image *img,
                 struct ubj_mode_record *rec)
 {
-    struct ubj_prep *p = t->arg;
+    struct ubjm_prep *p = t->arg;
     rec->region_id = ubj_nvm_region_id(p->r);
     if (rec->region_id == 0)
         return 0;
@@ -387,7 +387,7 @@ int ubjm_record(struct ubj_txn *t, const struct ubj_mode_image *img,
  * failed: docs/UBJ.md, "Device errors"); `clear`: forget it. */
 int ubjm_error(struct ubj_txn *t, bool clear)
 {
-    struct ubj_prep *p = t->arg;
+    struct ubjm_prep *p = t->arg;
     if (p == NULL)
         return 0;
     if (clear)
@@ -396,10 +396,10 @@ int ubjm_error(struct ubj_txn *t, bool clear)
     return ubj_nvm_error_get(p->r, &e);
 }
 
-/* ubj_mode_release -- close the region (the cache is gone). */
-void ubj_mode_release(void *arg)
+/* ubjm_release -- close the region (the cache is gone). */
+void ubjm_release(void *arg)
 {
-    struct ubj_prep *p = arg;
+    struct ubjm_prep *p = arg;
     if (p == NULL)
         return;
     ubj_nvm_close(p->r);
@@ -419,12 +419,12 @@ int ubjm_view(const struct ubj_mode_image *img, const char *path,
               struct ubj_bdev **out)
 {
     struct ubj_nvm *r;
-    int rc = ubj_nvm_attach(path, 0, 0, img->uuid, UBJ_NVMA_RDONLY, &r);
+    int rc = ubjm_attach(path, 0, 0, img->uuid, UBJM_NVMA_RDONLY, &r);
     if (rc < 0)
         return rc;
-    struct ubj_scan s;
+    struct ubjm_scan s;
     const struct ubj_nvm_layout *l = ubj_nvm_get_layout(r);
-    rc = ubj_recovery_scan(ubj_nvm_desc(r), l->nbufs, ubj_nvm_committed(r),
+    rc = ubjm_recovery_scan(ubj_nvm_desc(r), l->nbufs, ubj_nvm_committed(r),
                            img->dev->nblocks, &s);
     struct ubj_nvm_view_block *b = NULL;
     if (rc == 0) {
@@ -436,7 +436,7 @@ int ubjm_view(const struct ubj_mode_image *img, const char *path,
             b[k] = (struct ubj_nvm_view_block){ desc[s.keep[k]].blkno, s.keep[k] };
         if (rc == 0)
             rc = ubj_nvm_view_create(img->dev, r, b, s.nkeep, out);
-        ubj_scan_free(&s);
+        ubjm_scan_free(&s);
     }
     free(b);
     if (rc < 0)

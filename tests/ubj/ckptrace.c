@@ -11,11 +11,11 @@
  * The race is made deterministic with the mode's test points: thread A
  * runs ubj_tick() and stops right after releasing the lock; the main
  * thread (B) checkpoints with ubj_sync, makes a directory and fsyncs; at
- * UBJ_TP_COMMIT_FROZEN (phase 1 durable, no commit record yet) B lets A
+ * UBJM_TP_COMMIT_FROZEN (phase 1 durable, no commit record yet) B lets A
  * write and waits until A's write and flush are done, then takes a
  * crash snapshot of the image and the region.  Recovery of the snapshot
  * must show the state before B's transaction (no /d), fsck clean.  The
- * broken variant UBJ_BREAK_CKPT_ANY_FROZEN (the old behaviour: write
+ * broken variant UBJM_BREAK_CKPT_ANY_FROZEN (the old behaviour: write
  * whatever is FROZEN at write time) must be caught.
  */
 #include "ubjtest.h"
@@ -23,7 +23,7 @@
 #include <time.h>
 #include "txn/ubj.h"
 
-#if UBJ_TEST_HOOKS   /* every test: ubj_ubj_test_on_point, a broken variant */
+#if UBJ_TEST_HOOKS   /* every test: ubjm_test_on_point, a broken variant */
 struct cr {
     struct ubj_fs *fs;
     struct ubj_bdev *dev;
@@ -68,16 +68,16 @@ static void cr_snapshot(struct cr *c)
 
 /* cr_point -- the test points: A stops after unlocking until B froze;
  * B, once frozen, waits for A's write, then snapshots. */
-static void cr_point(void *ctx, enum ubj_test_point p)
+static void cr_point(void *ctx, enum ubjm_test_point p)
 {
     struct cr *c = ctx;
     pthread_mutex_lock(&c->m);
-    if (p == UBJ_TP_CKPT_UNLOCKED && c->phase == 0) {
+    if (p == UBJM_TP_CKPT_UNLOCKED && c->phase == 0) {
         cr_set(c, 1);
         (void)cr_wait(c, 2);
-    } else if (p == UBJ_TP_CKPT_WRITTEN && c->phase == 2) {
+    } else if (p == UBJM_TP_CKPT_WRITTEN && c->phase == 2) {
         cr_set(c, 3);
-    } else if (p == UBJ_TP_COMMIT_FROZEN && c->phase == 1 && c->armed) {
+    } else if (p == UBJM_TP_COMMIT_FROZEN && c->phase == 1 && c->armed) {
         cr_set(c, 2);
         assert_true(cr_wait(c, 3));
         cr_snapshot(c);
@@ -95,7 +95,7 @@ static void *cr_ticker(void *arg)
 
 /* cr_run -- the race once; returns whether recovery of the snapshot
  * showed an uncommitted transaction (or fsck complained). */
-static bool cr_run(enum ubj_break variant)
+static bool cr_run(enum ubjm_break variant)
 {
     struct cr c;
     memset(&c, 0, sizeof c);
@@ -103,14 +103,14 @@ static bool cr_run(enum ubj_break variant)
     pthread_cond_init(&c.cv, NULL);
     ut_region_path(c.region, sizeof c.region, "ckptrace");
     ut_region_path(c.snap_region, sizeof c.snap_region, "ckptrace-snap");
-    ubj_ubj_test_break(variant);
-    ubj_ubj_test_limits(0, 1);          /* the tick checkpoints at once */
+    ubjm_test_break(variant);
+    ubjm_test_limits(0, 1);          /* the tick checkpoints at once */
     ut_new_fs(4096, c.region, 256, &c.dev, &c.fs);
     /* committed, FROZEN: the root directory, inode table, bitmaps, sb */
     assert_ok(tpath_put(c.fs, "/a", "alpha", 5));
     assert_ok(ubj_fsync(c.fs, tpath_ino(c.fs, "/a"), 0));
 
-    ubj_ubj_test_on_point(cr_point, &c);
+    ubjm_test_on_point(cr_point, &c);
     pthread_t a;
     assert_int_equal(pthread_create(&a, NULL, cr_ticker, &c), 0);
     pthread_mutex_lock(&c.m);
@@ -124,13 +124,13 @@ static bool cr_run(enum ubj_break variant)
     pthread_mutex_unlock(&c.m);
     assert_ok(ubj_fsync(c.fs, st.ino, 0));           /* stops at phase 1 */
     pthread_join(a, NULL);
-    ubj_ubj_test_on_point(NULL, NULL);
+    ubjm_test_on_point(NULL, NULL);
     assert_int_equal(c.phase, 3);
     assert_ok(c.tick_rc);
     assert_non_null(c.snap);
     assert_ok(ubj_unmount(c.fs));
     ubj_bdev_destroy(c.dev);
-    ubj_ubj_test_break(UBJ_BREAK_NONE);
+    ubjm_test_break(UBJM_BREAK_NONE);
 
     /* the crash: fsck of the pair, then recovery */
     int lines;
@@ -145,7 +145,7 @@ static bool cr_run(enum ubj_break variant)
     ubj_bdev_destroy(c.snap);
     unlink(c.region);
     unlink(c.snap_region);
-    ubj_ubj_test_limits(0, 0);
+    ubjm_test_limits(0, 0);
     pthread_cond_destroy(&c.cv);
     pthread_mutex_destroy(&c.m);
     return bad;
@@ -155,14 +155,14 @@ static bool cr_run(enum ubj_break variant)
 static void test_checkpoint_skips_refrozen(void **state)
 {
     (void)state;
-    assert_false(cr_run(UBJ_BREAK_NONE));
+    assert_false(cr_run(UBJM_BREAK_NONE));
 }
 
 /* the old behaviour puts the uncommitted transaction on the device */
 static void test_broken_variant_caught(void **state)
 {
     (void)state;
-    assert_true(cr_run(UBJ_BREAK_CKPT_ANY_FROZEN));
+    assert_true(cr_run(UBJM_BREAK_CKPT_ANY_FROZEN));
 }
 
 #else

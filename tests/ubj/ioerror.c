@@ -103,7 +103,7 @@ static void soft(const char *fmt, ...)
 /* cfg_limits -- the thresholds of a configuration (read at mount). */
 static void cfg_limits(enum path p)
 {
-    ubj_ubj_test_limits(0, p == P_START ? 150 : 1000);
+    ubjm_test_limits(0, p == P_START ? 150 : 1000);
 }
 
 #define NDIRS 4u
@@ -469,7 +469,7 @@ static void sweep(enum path p, enum ubj_fault_op op, int runs)
                                        UBJ_NVM_ERR_SYNC, UBJ_NVM_ERR_RECLAIM };
     assert_true(where_seen[own[p]] > 0);          /* the path meant */
     assert_true(where_seen[UBJ_NVM_ERR_UNMOUNT] > 0);
-    ubj_ubj_test_limits(0, 0);
+    ubjm_test_limits(0, 0);
 }
 
 static void test_start_write(void **s) { (void)s; sweep(P_START, UBJ_FAULT_WRITE, 24); }
@@ -522,7 +522,7 @@ static void test_fsck_tool(void **state)
     assert_true(ubj_unmount(r.fs) < 0);
     ubj_bdev_destroy(r.fdev);
     unlink(r.region);
-    ubj_ubj_test_limits(0, 0);
+    ubjm_test_limits(0, 0);
 }
 
 int main(void)

@@ -36,7 +36,7 @@
 #include "ubjtest.h"
 #include "txn/ubj.h"
 
-#if UBJ_TEST_HOOKS   /* every test: ubj_ubj_test_on_commit, broken variants */
+#if UBJ_TEST_HOOKS   /* every test: ubjm_test_on_commit, broken variants */
 #define PL_BLOCKS 1024u
 #define PL_BUFS 64u
 #define PL_MAXOPS 400u
@@ -141,7 +141,7 @@ static void pl_run(struct pl *p, uint64_t arm, int truth)
     p->nmap = 0;
     ubj_nvm_shadow_arm(p->sh, arm, pl_on_capture, p);
     ubj_nvm_shadow_install(p->sh);
-    ubj_ubj_test_on_commit(pl_on_commit, p);
+    ubjm_test_on_commit(pl_on_commit, p);
     assert_ok(ut_mount(p->cdev, p->region, 0, 0, 0, &p->fs));
     ubj_nvm_shadow_install(NULL);
     if (truth)
@@ -173,7 +173,7 @@ static void pl_run(struct pl *p, uint64_t arm, int truth)
     }
     assert_ok(ubj_unmount(p->fs));
     p->fs = NULL;
-    ubj_ubj_test_on_commit(NULL, NULL);
+    ubjm_test_on_commit(NULL, NULL);
     if (truth) {
         p->points = ubj_nvm_shadow_points(p->sh);
         assert_ok(ubj_unmount(ref));
@@ -433,7 +433,7 @@ static struct pl *pl_new(uint64_t seed, unsigned nops)
     static unsigned instance;           /* a failed test may leave one locked */
     snprintf(p->crash, sizeof p->crash, "%s.crash%u", p->region, instance++);
     assert_ok(ubj_nvm_shadow_new(&p->sh));
-    ubj_ubj_test_limits(250, 300);      /* commits and checkpoints often */
+    ubjm_test_limits(250, 300);      /* commits and checkpoints often */
     pl_run(p, 0, 1);
     ubj_bdev_destroy(p->cdev);
     p->cdev = NULL;
@@ -444,8 +444,8 @@ static struct pl *pl_new(uint64_t seed, unsigned nops)
 /* pl_free -- clean up. */
 static void pl_free(struct pl *p)
 {
-    ubj_ubj_test_limits(0, 0);
-    ubj_ubj_test_break(UBJ_BREAK_NONE);
+    ubjm_test_limits(0, 0);
+    ubjm_test_break(UBJM_BREAK_NONE);
     ubj_nvm_shadow_free(p->sh);
     unlink(p->region);
     unlink(p->crash);
@@ -510,11 +510,11 @@ static void test_crash_in_recovery(void **state)
 }
 
 /* broken -- the exploration must catch broken variant b. */
-static void broken(enum ubj_break b)
+static void broken(enum ubjm_break b)
 {
     uint64_t seed = tprng_env_seed("UBJ_POWERLOSS_SEED", 20240611);
     struct pl *p = pl_new(seed, 70);   /* the truth: unbroken */
-    ubj_ubj_test_break(b);
+    ubjm_test_break(b);
     p->quiet = 1;
     unsigned f = pl_explore(p, 1, 2, 1);
     fprintf(stderr, "broken variant %d: caught after %u crash images\n", b, p->checked);
@@ -523,10 +523,10 @@ static void broken(enum ubj_break b)
     pl_free(p);
 }
 
-static void test_broken_data_flush(void **state) { (void)state; broken(UBJ_BREAK_DATA_FLUSH); }
-static void test_broken_commit_persist(void **state) { (void)state; broken(UBJ_BREAK_COMMIT_PERSIST); }
-static void test_broken_early_free(void **state) { (void)state; broken(UBJ_BREAK_EARLY_FREE); }
-static void test_broken_ckpt_flush(void **state) { (void)state; broken(UBJ_BREAK_CKPT_FLUSH); }
+static void test_broken_data_flush(void **state) { (void)state; broken(UBJM_BREAK_DATA_FLUSH); }
+static void test_broken_commit_persist(void **state) { (void)state; broken(UBJM_BREAK_COMMIT_PERSIST); }
+static void test_broken_early_free(void **state) { (void)state; broken(UBJM_BREAK_EARLY_FREE); }
+static void test_broken_ckpt_flush(void **state) { (void)state; broken(UBJM_BREAK_CKPT_FLUSH); }
 
 #else
 #define test_every_point t_no_hooks

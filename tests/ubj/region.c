@@ -1,6 +1,6 @@
 /*
  * tests/ubj/region.c -- the persistent region (src/nvm/region.c,
- * persist.c, shadow.c) and pairing it with an image (ubj_nvm_attach,
+ * persist.c, shadow.c) and pairing it with an image (ubjm_attach,
  * ubj_mount in mode ubj): layouts; format/open round trip; every refusal
  * (missing, not a region, corrupt header, truncated, another image,
  * another layout, in use, --format-nvm over committed blocks) returns the
@@ -54,7 +54,7 @@ static void expect_refused(const char *p, uint64_t size, uint32_t nbufs,
     size_t len = 0;
     int exists = ut_file_get(p, &before, &len) == 0;
     struct ubj_nvm *r = NULL;
-    assert_rc(ubj_nvm_attach(p, size, nbufs, uuid, flags, &r), rc);
+    assert_rc(ubjm_attach(p, size, nbufs, uuid, flags, &r), rc);
     if (strstr(ubj_errormsg(), words) == NULL)
         fail_msg("message '%s' lacks '%s'", ubj_errormsg(), words);
     if (exists)
@@ -117,7 +117,7 @@ static void test_format_open(void **state)
     const struct ubj_bufdesc *d = ubj_nvm_desc(r);
     for (uint32_t i = 0; i < 100; i++)
         assert_int_equal(d[i].ptag, 0);
-    assert_int_equal(ubj_nvm_pending(r, 1000), 0);
+    assert_int_equal(ubjm_pending(r, 1000), 0);
     ubj_nvm_close(r);
     /* a read-only open shares the lock; a second writer is refused */
     struct ubj_nvm *ro1, *ro2;
@@ -126,7 +126,7 @@ static void test_format_open(void **state)
     assert_rc(ubj_nvm_open(p, 0, &r), -EBUSY);
     ubj_nvm_close(ro1);
     ubj_nvm_close(ro2);
-    assert_ok(ubj_nvm_attach(p, 0, 0, uuid_a, 0, &r));
+    assert_ok(ubjm_attach(p, 0, 0, uuid_a, 0, &r));
     expect_refused(p, 0, 0, uuid_a, 0, -EBUSY, "in use");
     ubj_nvm_close(r);
     unlink(p);
@@ -184,11 +184,11 @@ static void test_refusals(void **state)
     expect_refused(p, 0, 65, uuid_a, 0, -EINVAL, "another layout");
     expect_refused(p, 4096 * 1000, 0, uuid_a, 0, -EINVAL, "another layout");
     struct ubj_nvm *r;
-    assert_ok(ubj_nvm_attach(p, 0, 64, uuid_a, 0, &r));
+    assert_ok(ubjm_attach(p, 0, 64, uuid_a, 0, &r));
     ubj_nvm_close(r);
     /* read-only attach of a missing region does not create it */
     unlink(p);
-    expect_refused(p, 0, 0, uuid_a, UBJ_NVMA_RDONLY, -ENOENT, "no region");
+    expect_refused(p, 0, 0, uuid_a, UBJM_NVMA_RDONLY, -ENOENT, "no region");
     unlink(p);
 }
 
@@ -199,7 +199,7 @@ static void commit_block(struct ubj_nvm *r, uint32_t i, uint64_t blkno,
 {
     struct ubj_bufdesc *d = ubj_nvm_desc(r);
     d[i].blkno = blkno;
-    ubj_nvm_store64(r, &d[i].ptag, ubj_ptag(txid, UBJ_KIND_META));
+    ubj_nvm_store64(r, &d[i].ptag, ubjm_ptag(txid, UBJ_KIND_META));
     ubj_nvm_flush(r, &d[i], sizeof d[i]);
     ubj_nvm_store64(r, ubj_nvm_committed_word(r), record);
     ubj_nvm_flush(r, ubj_nvm_committed_word(r), 8);
@@ -217,29 +217,29 @@ static void test_format_guard(void **state)
     make_region(p, uuid_a);
     assert_ok(ubj_nvm_open(p, 0, &r));
     commit_block(r, 3, 17, 5, 5);
-    assert_int_equal(ubj_nvm_pending(r, 100), 1);
-    assert_rc(ubj_nvm_pending(r, 10), -EUCLEAN);    /* block 17 beyond 10 */
+    assert_int_equal(ubjm_pending(r, 100), 1);
+    assert_rc(ubjm_pending(r, 10), -EUCLEAN);    /* block 17 beyond 10 */
     ubj_nvm_close(r);
-    expect_refused(p, 0, 64, uuid_a, UBJ_NVMA_FORMAT, -EBUSY,
+    expect_refused(p, 0, 64, uuid_a, UBJM_NVMA_FORMAT, -EBUSY,
                    "mount once without --format-nvm");
-    expect_refused(p, 0, 64, uuid_b, UBJ_NVMA_FORMAT, -EBUSY, "not yet written home");
+    expect_refused(p, 0, 64, uuid_b, UBJM_NVMA_FORMAT, -EBUSY, "not yet written home");
     /* the tag's transaction never committed: nothing pending */
     assert_ok(ubj_nvm_open(p, 0, &r));
     commit_block(r, 3, 17, 6, 5);
-    assert_int_equal(ubj_nvm_pending(r, 100), 0);
+    assert_int_equal(ubjm_pending(r, 100), 0);
     ubj_nvm_close(r);
-    assert_ok(ubj_nvm_attach(p, 0, 80, uuid_b, UBJ_NVMA_FORMAT, &r));
+    assert_ok(ubjm_attach(p, 0, 80, uuid_b, UBJM_NVMA_FORMAT, &r));
     assert_int_equal(ubj_nvm_get_layout(r)->nbufs, 80);
     assert_memory_equal(ubj_nvm_uuid(r), uuid_b, 16);
     ubj_nvm_close(r);
     /* over a file that is not a region */
     assert_ok(ut_file_put(p, "not a region", 12));
-    assert_ok(ubj_nvm_attach(p, 0, 0, uuid_a, UBJ_NVMA_FORMAT, &r));
+    assert_ok(ubjm_attach(p, 0, 0, uuid_a, UBJM_NVMA_FORMAT, &r));
     assert_int_equal(ubj_nvm_get_layout(r)->nbufs, 16384);   /* the default */
     ubj_nvm_close(r);
     /* by size */
     unlink(p);
-    assert_ok(ubj_nvm_attach(p, 1u << 20, 0, uuid_a, UBJ_NVMA_FORMAT, &r));
+    assert_ok(ubjm_attach(p, 1u << 20, 0, uuid_a, UBJM_NVMA_FORMAT, &r));
     assert_int_equal(ubj_nvm_get_layout(r)->nbufs, 252);   /* fills 1 MiB exactly */
     ubj_nvm_close(r);
     unlink(p);
@@ -385,7 +385,7 @@ static void test_mount_config(void **state)
     assert_ok(ut_mount(dev, p, 0, 0, 0, &fs));
     assert_true(tpath_ino(fs, "/x") != 0);
     /* while mounted the region is locked */
-    assert_rc(ubj_nvm_attach(p, 0, 0, uuid_a, 0, &(struct ubj_nvm *){ NULL }), -EBUSY);
+    assert_rc(ubjm_attach(p, 0, 0, uuid_a, 0, &(struct ubj_nvm *){ NULL }), -EBUSY);
     assert_ok(tpath_create(fs, "/y", 0644, NULL));
     assert_ok(ubj_fsync(fs, tpath_ino(fs, "/y"), 0));
     /* a crash now leaves committed blocks in the region: --format-nvm is
@@ -477,7 +477,7 @@ static void test_unclean_names_region(void **state)
     assert_ok(timg_uuid(dev, uuid));
     struct ubj_nvm *r;          /* a valid region of this image, not the one used */
     unlink(other);
-    assert_ok(ubj_nvm_attach(other, 0, 64, uuid, UBJ_NVMA_FORMAT, &r));
+    assert_ok(ubjm_attach(other, 0, 64, uuid, UBJM_NVMA_FORMAT, &r));
     ubj_nvm_close(r);
     assert_ok(tpath_put(fs, "/kept", "committed", 9));
     assert_ok(ubj_fsync(fs, tpath_ino(fs, "/kept"), 0));
@@ -498,7 +498,7 @@ static void test_unclean_names_region(void **state)
     assert_rc(ut_mount(crashed, fresh, 64, UBJ_NVM_FORMAT, 0, &fs), -EUCLEAN);
     assert_non_null(strstr(ubj_errormsg(), "refusing --format-nvm"));
     assert_int_equal(access(fresh, F_OK), -1);   /* nothing was created */
-    assert_ok(ubj_nvm_attach(other, 0, 64, uuid, UBJ_NVMA_FORMAT, &r));
+    assert_ok(ubjm_attach(other, 0, 64, uuid, UBJM_NVMA_FORMAT, &r));
     ubj_nvm_close(r);
     assert_rc(ut_mount(crashed, other, 64, 0, 0, &fs), -EUCLEAN);
     assert_non_null(strstr(ubj_errormsg(), "mount with the region it used"));

@@ -38,7 +38,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fix *f = *state;
-    ubj_ubj_test_limits(0, 0);
+    ubjm_test_limits(0, 0);
     if (f->fs)
         assert_ok(ubj_unmount(f->fs));
     assert_int_equal(ubj_test_check(f->dev, 0, NULL), UBJ_CHECK_CLEAN);
@@ -62,7 +62,7 @@ static struct ubj_buf *find_buf(struct ubj_fs *fs, const uint8_t *data)
 /* region_committed -- the commit record of fs's region. */
 static uint64_t region_committed(struct ubj_fs *fs)
 {
-    return ubj_nvm_committed(((struct ubj_prep *)fs->txn.arg)->r);
+    return ubj_nvm_committed(((struct ubjm_prep *)fs->txn.arg)->r);
 }
 
 /* count_tags -- descriptors with a non-zero tag. */
@@ -139,7 +139,7 @@ static void test_commit_cycle(void **state)
     assert_ok(ubj_fsync(fs, tpath_ino(fs, "/a"), 0));
     assert_int_equal(b->d->state, UBJ_BUF_FROZEN);
     assert_false(b->flags & UBJ_BUF_PINNED);
-    assert_int_equal(b->d->ptag, ubj_ptag(T, UBJ_KIND_DATA));
+    assert_int_equal(b->d->ptag, ubjm_ptag(T, UBJ_KIND_DATA));
     assert_int_equal(region_committed(fs), T);
     assert_int_equal(fs->txn.txid, T + 1);
     ubj_bdev_stats_get(f->dev, &d1);
@@ -171,9 +171,9 @@ static void test_commit_cycle(void **state)
     uint64_t T2 = fs->txn.txid;
     assert_ok(ubj_fsync(fs, tpath_ino(fs, "/a"), 0));
     assert_int_equal(n->d->state, UBJ_BUF_FROZEN);
-    assert_int_equal(n->d->ptag, ubj_ptag(T2, UBJ_KIND_DATA));
+    assert_int_equal(n->d->ptag, ubjm_ptag(T2, UBJ_KIND_DATA));
     assert_int_equal(b->d->state, UBJ_BUF_FROZEN_OLD);
-    assert_int_equal(b->d->ptag, ubj_ptag(T, UBJ_KIND_DATA));
+    assert_int_equal(b->d->ptag, ubjm_ptag(T, UBJ_KIND_DATA));
     /* the next commit's persistence point frees it */
     assert_ok(tpath_create(fs, "/b", 0644, NULL));
     assert_ok(ubj_fsync(fs, tpath_ino(fs, "/b"), 0));
@@ -192,7 +192,7 @@ static void test_commit_cycle(void **state)
     assert_true(s1.bytes_checkpoint > s0.bytes_checkpoint);
     assert_int_equal(n->d->state, UBJ_BUF_CLEAN);
     assert_int_equal(count_tags(fs), 0);
-    assert_int_equal(ubj_nvm_pending(((struct ubj_prep *)fs->txn.arg)->r, NB), 0);
+    assert_int_equal(ubjm_pending(((struct ubjm_prep *)fs->txn.arg)->r, NB), 0);
     assert_ok(ubj_bdev_read(f->dev, block_of(fs, "/a"), 1, raw));
     assert_memory_equal(raw, p2, UT_BS);
 
@@ -209,7 +209,7 @@ static void test_revoke(void **state)
 {
     struct fix *f = *state;
     assert_ok(ubj_unmount(f->fs));
-    ubj_ubj_test_limits(900, 900);     /* no commit but the ones we ask for */
+    ubjm_test_limits(900, 900);     /* no commit but the ones we ask for */
     assert_ok(ut_mount(f->dev, f->region, 0, 0, 0, &f->fs));
     struct ubj_fs *fs = f->fs, *cfs;
     struct ubj_bdev *cdev;
@@ -260,7 +260,7 @@ static void test_revoke(void **state)
 static struct ubj_bufdesc desc(uint64_t blkno, uint64_t txid, uint64_t flags)
 {
     struct ubj_bufdesc d = { .blkno = blkno, .older = UBJ_NOBUF, .newer = UBJ_NOBUF };
-    d.ptag = txid << UBJ_PTAG_SHIFT | flags;
+    d.ptag = txid << UBJM_PTAG_SHIFT | flags;
     if (flags == 0 && txid == 0)
         d.ptag = 0;
     return d;
@@ -280,36 +280,36 @@ static void test_recovery_scan(void **state)
 {
     (void)state;
     struct ubj_bufdesc d[10] = {
-        desc(5, 3, UBJ_PTAG_FROZEN),                  /* 0: superseded by 1 */
-        desc(5, 7, UBJ_PTAG_FROZEN | UBJ_PTAG_META),  /* 1: newest of 5 */
-        desc(5, 9, UBJ_PTAG_FROZEN),                  /* 2: not committed */
-        desc(6, 2, UBJ_PTAG_FROZEN),                  /* 3: only version of 6 */
+        desc(5, 3, UBJM_PTAG_FROZEN),                  /* 0: superseded by 1 */
+        desc(5, 7, UBJM_PTAG_FROZEN | UBJM_PTAG_META),  /* 1: newest of 5 */
+        desc(5, 9, UBJM_PTAG_FROZEN),                  /* 2: not committed */
+        desc(6, 2, UBJM_PTAG_FROZEN),                  /* 3: only version of 6 */
         desc(7, 4, 0),                                /* 4: tag not FROZEN */
         desc(8, 0, 0),                                /* 5: no tag */
-        desc(9, 0, UBJ_PTAG_FROZEN),                  /* 6: txid 0 */
-        desc(6, 1, UBJ_PTAG_FROZEN),                  /* 7: superseded by 3 */
-        desc(10, 8, UBJ_PTAG_FROZEN),                 /* 8: committed (8) */
+        desc(9, 0, UBJM_PTAG_FROZEN),                  /* 6: txid 0 */
+        desc(6, 1, UBJM_PTAG_FROZEN),                  /* 7: superseded by 3 */
+        desc(10, 8, UBJM_PTAG_FROZEN),                 /* 8: committed (8) */
         desc(0, 0, 0),                                /* 9: free */
     };
-    struct ubj_scan s;
-    assert_ok(ubj_recovery_scan(d, 10, 8, 100, &s));
+    struct ubjm_scan s;
+    assert_ok(ubjm_recovery_scan(d, 10, 8, 100, &s));
     assert_int_equal(s.nkeep, 3);
     assert_true(in(s.keep, s.nkeep, 1) && in(s.keep, s.nkeep, 3) && in(s.keep, s.nkeep, 8));
     assert_int_equal(s.ndrop, 5);
     for (uint32_t i = 0; i < 10; i++)
         assert_int_equal(in(s.drop, s.ndrop, i), i == 0 || i == 2 || i == 4 || i == 6 || i == 7);
-    ubj_scan_free(&s);
+    ubjm_scan_free(&s);
     /* with record 9, buffer 2 wins block 5 */
-    assert_ok(ubj_recovery_scan(d, 10, 9, 100, &s));
+    assert_ok(ubjm_recovery_scan(d, 10, 9, 100, &s));
     assert_true(in(s.keep, s.nkeep, 2) && !in(s.keep, s.nkeep, 1));
-    ubj_scan_free(&s);
+    ubjm_scan_free(&s);
     /* corruption: a committed block beyond the device; two versions of one
      * block in one transaction; unknown tag bits */
-    assert_rc(ubj_recovery_scan(d, 10, 8, 10, &s), -EUCLEAN);
-    d[9] = desc(6, 2, UBJ_PTAG_FROZEN);
-    assert_rc(ubj_recovery_scan(d, 10, 8, 100, &s), -EUCLEAN);
-    d[9] = desc(11, 2, UBJ_PTAG_FROZEN | 0x80);
-    assert_rc(ubj_recovery_scan(d, 10, 8, 100, &s), -EUCLEAN);
+    assert_rc(ubjm_recovery_scan(d, 10, 8, 10, &s), -EUCLEAN);
+    d[9] = desc(6, 2, UBJM_PTAG_FROZEN);
+    assert_rc(ubjm_recovery_scan(d, 10, 8, 100, &s), -EUCLEAN);
+    d[9] = desc(11, 2, UBJM_PTAG_FROZEN | 0x80);
+    assert_rc(ubjm_recovery_scan(d, 10, 8, 100, &s), -EUCLEAN);
 }
 
 /* the limits: a full running transaction commits at a handle boundary;
@@ -318,7 +318,7 @@ static void test_thresholds(void **state)
 {
     struct fix *f = *state;
     assert_ok(ubj_unmount(f->fs));
-    ubj_ubj_test_limits(250, 300);
+    ubjm_test_limits(250, 300);
     assert_ok(ut_mount(f->dev, f->region, 0, 0, 0, &f->fs));
     struct ubj_fs_stats s0, s1;
     ubj_fs_stats_get(f->fs, &s0);
@@ -492,7 +492,7 @@ static void test_unmount_and_readonly(void **state)
     f->fs = NULL;
     struct ubj_nvm *r;
     assert_ok(ubj_nvm_open(f->region, 0, &r));
-    assert_int_equal(ubj_nvm_pending(r, NB), 0);
+    assert_int_equal(ubjm_pending(r, NB), 0);
     const struct ubj_bufdesc *d = ubj_nvm_desc(r);
     for (uint32_t i = 0; i < NBUFS; i++)
         assert_int_equal(d[i].ptag, 0);
@@ -519,13 +519,13 @@ static void test_unmount_and_readonly(void **state)
     ubj_bdev_stats_get(cdev, &d1);
     assert_int_equal(d1.writes, d0.writes);
     assert_ok(ubj_nvm_open(cpath, 0, &r));
-    assert_true(ubj_nvm_pending(r, NB) > 0);          /* still not home */
+    assert_true(ubjm_pending(r, NB) > 0);          /* still not home */
     ubj_nvm_close(r);
     assert_ok(ut_mount(cdev, cpath, 0, 0, 0, &rfs));  /* read-write: home */
     assert_ok(ubj_unmount(rfs));
     assert_int_equal(ubj_test_check(cdev, 0, NULL), UBJ_CHECK_CLEAN);
     assert_ok(ubj_nvm_open(cpath, 0, &r));
-    assert_int_equal(ubj_nvm_pending(r, NB), 0);
+    assert_int_equal(ubjm_pending(r, NB), 0);
     ubj_nvm_close(r);
     ubj_bdev_destroy(cdev);
     unlink(cpath);

@@ -23,7 +23,7 @@ no_match "txn/ includes a file-system header" '#include "fs/' "$src/txn"
 no_match "fs/ includes a mode's private header" \
   '#include "txn/(ubj|journal|jformat)\.h"' "$src/fs"
 no_match "fs/ names a mode" \
-  'ubj_mode_is_journal|struct ubj_prep|&ubj_mode_(none|ubj|ordered|journal|writeback)|ubj_mode_(prepare|release)\b|strcmp\([^)]*UBJ_MODE_' \
+  'ubj_mode_is_journal|struct ubjm?_prep|&ubj_mode_(none|ubj|ordered|journal|writeback)|ubj_mode_(prepare|release)\b|ubjm_[a-z_]+\(|strcmp\([^)]*UBJ_MODE_' \
   "$src/fs"
 no_match "fs/ calls a mode callback itself" 'ops->(prepare|release|mount|record|check_last|view)\(' "$src/fs"
 no_match "nvm/ includes a layer above it" '#include "(cache|txn|fs)/' "$src/nvm"
