@@ -4,8 +4,10 @@
  *
  * Modules (one job each):
  *   super.c   format, mount, unmount, sync, statfs, superblock I/O,
- *             metadata seal/verify, the background timer, the image's
- *             description for the mode verbs (fs_mode_image)
+ *             the background timer, the image's description for the
+ *             mode verbs (fs_mode_image)
+ *   meta.c    metadata seal/verify, verified metadata buffers, the entry
+ *             and exit of every public operation (fs_start/fs_stop)
  *   alloc.c   block and inode bitmaps: allocate, free, counts
  *   inode.c   inode references (fs_iref), attributes, timestamps, the
  *             open table, the orphan list, freeing an inode
@@ -15,7 +17,8 @@
  *             iterate, walk
  *   namei.c   namespace operations (mknod, mkdir, unlink, rmdir, rename,
  *             link, symlink, readlink, readdir, lookup) and path helpers
- *   check.c   fsck: reads the raw device, shares nothing mutable
+ *   check.c   fsck: reads the raw device, shares nothing mutable; one
+ *             file per pass (check_*.c, their shared state check_int.h)
  *   view.c    fsck --nvm: the recovered read-only view of an image and
  *             its NVM region (the mode's view verb)
  *   scrub.c   -o scrub: check.c's passes over a mounted image
@@ -87,8 +90,10 @@ struct ubj_fs {
     uint64_t dev_flushes_base;     /* device flushes at mount (stats) */
 };
 
-/* ---- super.c ---- */
+/* ---- meta.c ---- */
 void fs_seal(void *fs, uint64_t blkno, void *data);   /* cache seal callback */
+/* fs_block_crc -- crc32c of a metadata block as if its crc field were 0. */
+uint32_t fs_block_crc(uint32_t seed, const void *data);
 /* fs_block_verify -- check a metadata block's header and crc.  0 or -EUCLEAN. */
 int fs_block_verify(uint32_t seed, const void *data, uint32_t magic, uint64_t blkno);
 void fs_block_seal(uint32_t seed, void *data, uint32_t magic, uint64_t blkno);
@@ -109,6 +114,15 @@ int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h); /* sb copy -> block
 /* fs_begin/fs_end: lock + error check / unlock for public entry points. */
 int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h);
 int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc);
+/* fs_errors_home -- the mode recorded a device error: ERRORS straight
+ * into the home superblock (once; keeps the caller's message). */
+void fs_errors_home(struct ubj_fs *fs);
+
+/* ---- super.c ---- */
+/* fs_mode_image -- the image whose superblock is sb on dev, as a mode's
+ * verbs see it (src/txn/mode.h); rdonly: the mount is read-only. */
+void fs_mode_image(const struct ubj_super *sb, struct ubj_bdev *dev, bool rdonly,
+                   struct ubj_mode_image *img);
 
 /* ---- scrub.c ---- */
 /* fs_scrub -- UBJ_MOUNT_SCRUB: fsck's passes (check.c, read-only) over the
@@ -162,10 +176,6 @@ int fs_inode_new(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent_hint,
 /* fs_inode_drop_link -- nlink--, ctime; at 0: free now if not open,
  * otherwise put on the orphan list.  */
 int fs_inode_drop_link(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
-/* fs_mode_image -- the image whose superblock is sb on dev, as a mode's
- * verbs see it (src/txn/mode.h); rdonly: the mount is read-only. */
-void fs_mode_image(const struct ubj_super *sb, struct ubj_bdev *dev, bool rdonly,
-                   struct ubj_mode_image *img);
 
 /* fs_inode_release_final -- free every block of the inode and the inode. */
 int fs_inode_destroy(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);

@@ -1,0 +1,281 @@
+/*
+ * meta.c -- the block and handle plumbing every file-system operation
+ * uses: metadata block checksums (seal and verify), verified metadata
+ * buffers from the cache (fs_meta_read, fs_meta_write_begin,
+ * fs_meta_dirty, fs_super_dirty), and the entry and exit of every public
+ * operation (fs_start/fs_stop: the mount lock, a read-only or failed
+ * mount refused, the handle; a mode's device-error record put into the
+ * home superblock).
+ *
+ * Invariants:
+ *  - Every metadata block carries struct ubj_blkhdr: its type magic, its own
+ *    block number and crc32c(csum_seed, block with crc = 0), where
+ *    csum_seed = crc32c(~0, uuid).  A block read from the device is verified
+ *    once, the first time it is used (UBJ_BUF_VERIFY), by fs_meta_read().
+ *  - A block that fails verification is dropped from the cache and makes
+ *    the mount's error sticky (-EUCLEAN): the mount goes read-only.
+ *  - fs_start returns with fs->lock held unless it fails; fs_stop releases
+ *    it.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fs/fs.h"
+
+/* ---- checksums ---------------------------------------------------------- */
+
+/* fs_block_crc -- crc32c of a block as if its crc field were zero. */
+uint32_t fs_block_crc(uint32_t seed, const void *data)
+{
+    static const uint8_t zero[4];
+    const uint8_t *p = data;
+    uint32_t c = ubj_crc32c(seed, p, offsetof(struct ubj_blkhdr, crc));
+    c = ubj_crc32c(c, zero, sizeof zero);
+    return ubj_crc32c(c, p + offsetof(struct ubj_blkhdr, blkno),
+                      UBJ_BS - offsetof(struct ubj_blkhdr, blkno));
+}
+
+/* fs_block_seal -- set a metadata block's magic, number and crc. */
+void fs_block_seal(uint32_t seed, void *data, uint32_t magic, uint64_t blkno)
+{
+    struct ubj_blkhdr *h = data;
+    h->magic = magic;
+    h->blkno = blkno;
+    h->crc = fs_block_crc(seed, data);
+}
+
+/* meta_block_problem -- why a block fails verification, or NULL. */
+static const char *meta_block_problem(uint32_t seed, const void *data,
+                                       uint32_t magic, uint64_t blkno)
+{
+    const struct ubj_blkhdr *h = data;
+    if (h->magic != magic)
+        return "bad magic";
+    if (h->blkno != blkno)
+        return "wrong block number (misdirected write)";
+    if (h->crc != fs_block_crc(seed, data))
+        return "bad checksum";
+    return NULL;
+}
+
+/* fs_block_verify -- check a metadata block's header and crc. */
+int fs_block_verify(uint32_t seed, const void *data, uint32_t magic, uint64_t blkno)
+{
+    return meta_block_problem(seed, data, magic, blkno) ? -EUCLEAN : 0;
+}
+
+/* fs_seal -- cache seal callback: checksum with the magic the block holds. */
+void fs_seal(void *ctx, uint64_t blkno, void *data)
+{
+    struct ubj_fs *fs = ctx;
+    const struct ubj_blkhdr *h = data;
+    fs_block_seal(fs->csum_seed, data, h->magic, blkno);
+}
+
+/* meta_kind_name -- a block type's name for messages. */
+static const char *meta_kind_name(uint32_t magic)
+{
+    switch (magic) {
+    case UBJ_MAGIC_SUPER: return "superblock";
+    case UBJ_MAGIC_BBITMAP: return "block bitmap";
+    case UBJ_MAGIC_IBITMAP: return "inode bitmap";
+    case UBJ_MAGIC_INODES: return "inode table";
+    case UBJ_MAGIC_EXTENT: return "extent node";
+    case UBJ_MAGIC_DIR: return "directory node";
+    default: return "metadata";
+    }
+}
+
+/* meta_all_zero -- whether a block is entirely zero. */
+static bool meta_all_zero(const void *data)
+{
+    const uint64_t *w = data;
+    for (size_t i = 0; i < UBJ_BS / 8; i++)
+        if (w[i])
+            return false;
+    return true;
+}
+
+/* ---- metadata buffers ----------------------------------------------------- */
+
+/* meta_corrupt -- record a corruption: sticky fs->error, message, -EUCLEAN. */
+static int meta_corrupt(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
+                         const char *why)
+{
+    if (!fs->error)
+        fs->error = -EUCLEAN;
+    return ubj_set_error(-EUCLEAN, "block %llu: %s (%s)",
+                         (unsigned long long)blkno, why, meta_kind_name(magic));
+}
+
+/* fs_meta_read -- a referenced, verified metadata buffer of block blkno. */
+int fs_meta_read(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
+                 struct ubj_buf **out)
+{
+    bool fresh;
+    return fs_meta_read_fresh(fs, blkno, magic, out, &fresh);
+}
+
+/* fs_meta_read_fresh -- fs_meta_read, telling whether it verified now. */
+int fs_meta_read_fresh(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
+                       struct ubj_buf **out, bool *fresh)
+{
+    *fresh = false;
+    struct ubj_buf *b;
+    int rc = ubj_cache_get(fs->cache, blkno, 0, &b);
+    if (rc < 0)
+        return ubj_set_error(rc, "block %llu (%s): read failed: %s",
+                             (unsigned long long)blkno, meta_kind_name(magic),
+                             strerror(-rc));
+    if (b->flags & UBJ_BUF_VERIFY) {
+        const char *why = NULL;
+        bool lazy_ok = magic == UBJ_MAGIC_INODES &&
+                       ((const struct ubj_blkhdr *)b->data)->magic == 0 &&
+                       meta_all_zero(b->data);
+        if (!lazy_ok)
+            why = meta_block_problem(fs->csum_seed, b->data, magic, blkno);
+        if (why) {
+            ubj_cache_put(fs->cache, b);
+            ubj_cache_forget(fs->cache, blkno);
+            return meta_corrupt(fs, blkno, magic, why);
+        }
+        ubj_cache_clear_flags(fs->cache, b, UBJ_BUF_VERIFY);
+        *fresh = true;
+    }
+    *out = b;
+    return 0;
+}
+
+/* fs_meta_write_begin -- a metadata buffer ready for modification; `fresh`
+ * blocks are not read: they come back zeroed with their header set. */
+int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
+                        uint32_t magic, bool fresh, struct ubj_buf **out)
+{
+    struct ubj_buf *b;
+    int rc;
+    if (fresh) {
+        rc = ubj_cache_get(fs->cache, blkno, UBJ_GET_NOREAD, &b);
+        if (rc < 0)
+            return ubj_set_error(rc, "block %llu (%s): no buffer: %s",
+                                 (unsigned long long)blkno,
+                                 meta_kind_name(magic), strerror(-rc));
+        if (b->flags & UBJ_BUF_VERIFY)
+            ubj_cache_clear_flags(fs->cache, b, UBJ_BUF_VERIFY);
+    } else {
+        rc = fs_meta_read(fs, blkno, magic, &b);
+        if (rc < 0)
+            return rc;
+    }
+    rc = ubj_txn_write_access(h, &b);
+    if (rc < 0) {
+        ubj_cache_put(fs->cache, b);
+        return rc;
+    }
+    if (fresh) {
+        struct ubj_blkhdr *hdr = (struct ubj_blkhdr *)b->data;
+        memset(b->data, 0, UBJ_BS);
+        hdr->magic = magic;
+        hdr->blkno = blkno;
+    }
+    *out = b;
+    return 0;
+}
+
+/* fs_meta_dirty -- the caller changed metadata buffer b. */
+int fs_meta_dirty(struct ubj_fs *fs, struct ubj_handle *h, struct ubj_buf *b)
+{
+    (void)fs;
+    return ubj_txn_dirty(h, b, UBJ_KIND_META);
+}
+
+/* fs_super_dirty -- copy fs->sb into block 0's buffer and dirty it. */
+int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h)
+{
+    struct ubj_buf *b;
+    int rc = fs_meta_write_begin(fs, h, 0, UBJ_MAGIC_SUPER, false, &b);
+    if (rc < 0)
+        return rc;
+    fs->sb.hdr.magic = UBJ_MAGIC_SUPER;
+    fs->sb.hdr.blkno = 0;
+    /* the reserved tail never changes in memory: copy the fields only */
+    memcpy(b->data, &fs->sb, offsetof(struct ubj_super, reserved));
+    rc = fs_meta_dirty(fs, h, b);
+    ubj_cache_put(fs->cache, b);
+    return rc;
+}
+
+/* ---- entry and exit of every public operation ------------------------- */
+
+/* fs_start -- lock the mount; with credits, refuse a read-only or failed
+ * mount and start a handle.  On failure the lock is NOT held. */
+int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h)
+{
+    *h = NULL;
+    pthread_mutex_lock(&fs->lock);
+    if (credits == 0)
+        return 0;
+    int rc = 0;
+    if (fs->flags & UBJ_MOUNT_RDONLY)
+        rc = ubj_set_error(-EROFS, "file system is mounted read-only");
+    else if (fs->error)
+        rc = ubj_set_error(-EROFS, "file system is read-only after an error "
+                           "(%s): unmount and run fsck", strerror(-fs->error));
+    else
+        rc = ubj_txn_start(&fs->txn, credits, h);
+    if (rc < 0) {
+        *h = NULL;
+        pthread_mutex_unlock(&fs->lock);
+    }
+    return rc;
+}
+
+/*
+ * fs_errors_home -- once the mode's resources record a device error
+ * (ubj_txn_error; UBJ: a checkpoint failed: docs/UBJ.md, "Device errors"):
+ * put ERRORS into the
+ * home superblock straight on the device -- read it, set the bit (MOUNTED
+ * stays: the region holds committed blocks the image lacks), reseal,
+ * write, flush -- as soon as the device takes it; the cached copy may be
+ * frozen, and nothing else of the mount may reach the device.  A home
+ * block that does not verify is left alone (the region's copy will
+ * replace it).  Keeps the caller's error message.
+ */
+void fs_errors_home(struct ubj_fs *fs)
+{
+    if (fs->errors_home || (fs->flags & UBJ_MOUNT_RDONLY) ||
+        ubj_txn_error(&fs->txn, false) == 0)
+        return;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", ubj_errormsg());
+    struct ubj_super *sb = aligned_alloc(UBJ_BS, UBJ_BS);
+    int rc = sb ? ubj_bdev_read(fs->dev, 0, 1, sb) : -ENOMEM;
+    if (rc == 0 && fs_block_verify(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0) == 0) {
+        sb->state = (sb->state & ~UBJ_STATE_CLEAN) | UBJ_STATE_MOUNTED |
+                    UBJ_STATE_ERRORS;
+        fs_block_seal(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0);
+        rc = ubj_bdev_write(fs->dev, 0, 1, sb);
+        if (rc == 0)
+            rc = ubj_bdev_flush(fs->dev);
+        fs->errors_home = rc == 0;
+    }
+    free(sb);
+    ubj_set_error(-EIO, "%s", msg);
+}
+
+/* fs_stop -- stop the handle (if any) and unlock; the first error wins.
+ * A failed call of a mount whose mode recorded a device error (UBJ: its
+ * checkpoint failed) records ERRORS. */
+int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc)
+{
+    if (h) {
+        int src = ubj_txn_stop(h);
+        if (rc >= 0 && src < 0)
+            rc = src;
+    }
+    if (rc < 0 && !fs->errors_home)
+        fs_errors_home(fs);
+    pthread_mutex_unlock(&fs->lock);
+    return rc;
+}
