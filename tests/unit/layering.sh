@@ -3,7 +3,8 @@
 # header or struct, no test of the mode's name: it calls the verbs of
 # src/txn/mode.h), txn/ reads no file-system header, nvm/ and dev/ include
 # nothing above them, and no layer tests a device's or a mode's identity
-# by comparing ops tables (ubj_bdev_kind, mode flags instead).
+# by comparing ops tables (ubj_bdev_kind, the registry instead); the
+# modes' on-disk codes and ops symbols appear nowhere outside src/txn/.
 # Run by CTest with bash; UBJ_SRC = the source tree.  Exit 0 pass.
 set -u
 src=${UBJ_SRC:?UBJ_SRC not set}/src
@@ -34,4 +35,10 @@ no_match "an ops-table identity test across layers" '(->|\.)?ops *[!=]= *&[a-z_]
   "$src/util" "$src/nvm" "$src/cache" "$src/txn" "$src/fs" "$src/tools" "$src/crash" "$src/bench"
 no_match "a mode's identity tested outside src/txn" '[!=]= *&ubj_mode_[a-z]+' \
   "$src/fs" "$src/tools" "$src/nvm" "$src/dev" "$src/cache"
+no_match "a mode's on-disk code outside src/txn" 'UBJ_FMT_MODE_' \
+  "$src/util" "$src/dev" "$src/nvm" "$src/cache" "$src/fs" "$src/tools" "$src/crash" \
+  "$src/bench" "$src/fuse" "$src/../include"
+no_match "a mode's ops symbol outside src/txn" '\bubj_mode_(none|ubj|ordered|journal|writeback|trial)\b' \
+  "$src/util" "$src/dev" "$src/nvm" "$src/cache" "$src/fs" "$src/tools" "$src/crash" \
+  "$src/bench" "$src/fuse" "$src/../include"
 exit $bad
