@@ -53,6 +53,8 @@ int tools_bench_modes_main(int argc, char **argv); /* bench_modes.c: `bench mode
 int tools_bench_run_main(int argc, char **argv);   /* bench_run.c: `bench run` */
 int tools_bench_headline_main(int argc, char **argv); /* bench_run.c: `bench` */
 int tools_mount_main(int argc, char **argv);   /* mount.c + src/fuse/ */
+/* mount_helper.c: `ubjfs IMAGE MOUNTPOINT -o OPTS`, mount.fuse3's form */
+int tools_mount_helper_main(int argc, char **argv);
 int tools_crashtest_main(int argc, char **argv); /* crashtest.c + src/crash/ */
 
 /* ---- messages ---------------------------------------------------------- */
