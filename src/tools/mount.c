@@ -21,7 +21,10 @@
  * SIGHUP) ends the request loop; the daemon then detaches the kernel
  * mount, drops its references and calls ubj_unmount (final commit, write
  * back, device flush, superblock clean) and exits 0, or 1 after logging
- * an unmount error (syslog when detached).
+ * an unmount error (syslog when detached).  umount(2) does not wait for
+ * that: from before the image is opened until the loop ends the daemon
+ * marks the image as served (imglock.c), and a tool that finds the image
+ * locked without the mark waits for the daemon to close it.
  *
  * --device SPEC puts timed model layers (include/ubjfs/model.h,
  * docs/DEVICES.md) over the image file, on a real clock: every request
@@ -433,6 +436,7 @@ struct mount_run {
     struct ubj_fuse *fuse;
     const struct mount_args *args;
     pthread_t stats_thread;             /* takes SIGUSR1 (with --device) */
+    int mark;                           /* "served" mark (imglock.c), or -1 */
     bool stats_running;
     volatile bool stats_stop;           /* [set before the wake-up signal] */
 };
@@ -541,6 +545,7 @@ static int mount_open_dev(const struct mount_args *a, struct mount_run *m)
 {
     struct ubj_bdev *img;
     unsigned bflags = UBJ_BDEV_EXCL | (a->fo.rdonly ? UBJ_BDEV_RDONLY : 0u);
+    m->mark = tools_serving_mark(a->image_abs);   /* before the flock */
     int rc = ubj_bdev_file_open(a->image_abs, bflags, 0, &img);
     if (rc < 0) {
         tools_err("%s", tools_libmsg(rc));
@@ -603,6 +608,7 @@ static int mount_stop(struct mount_run *m, const char *image)
     int ret = 0;
     struct ubj_fs_stats fst;
     memset(&fst, 0, sizeof fst);
+    tools_serving_unmark(&m->mark);   /* finishing: the tools wait for us */
     mount_stats_stop(m);
     if (m->fuse != NULL)
         ubj_fuse_destroy(m->fuse);    /* kernel unmount, references dropped */
@@ -652,7 +658,7 @@ static void mount_detach(void)
  * returns the exit code; `ready` (or -1) is written once mounted. */
 static int mount_serve(struct mount_args *a, int ready)
 {
-    struct mount_run m = { .args = a };
+    struct mount_run m = { .args = a, .mark = -1 };
     sigset_t usr1;
     sigemptyset(&usr1);
     sigaddset(&usr1, SIGUSR1);

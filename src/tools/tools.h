@@ -139,6 +139,26 @@ int tools_image_opt(int c, const char *arg, void (*usage)(void));
 /* tools_nvm_path -- --nvm's PATH, else $UBJFS_NVM, else NULL. */
 const char *tools_nvm_path(void);
 
+/* ---- an image held by a finishing mount daemon (imglock.c) ---------- */
+
+/* tools_open_excl -- ubj_bdev_file_open(path, flags | UBJ_BDEV_EXCL, 0,
+ * out), but an image locked by a process that does not serve a mount of
+ * it (a mount daemon after `umount`, finishing its final commit; another
+ * tool) is waited for, up to 60 s, with a note on stderr after 1 s.  A
+ * mounted image is refused at once.  0, or the open's negative errno
+ * (-EBUSY: in use). */
+int tools_open_excl(const char *path, unsigned flags, struct ubj_bdev **out);
+
+/* tools_serving_mark -- the mount daemon, before it opens `path`: mark the
+ * image as served (a lock on a descriptor of its own).  The descriptor,
+ * or -1 (not marked: the tools then wait for a mounted image too, and
+ * give up after 60 s). */
+int tools_serving_mark(const char *path);
+
+/* tools_serving_unmark -- the request loop has ended: drop the mark (*fd
+ * closed and set to -1; nothing if it is -1). */
+void tools_serving_unmark(int *fd);
+
 /* tools_mount_error -- report that `image` (open as dev) cannot be
  * mounted (rc): a mode-ubj image without a region says to pass --nvm. */
 void tools_mount_error(const char *image, struct ubj_bdev *dev, int rc);
