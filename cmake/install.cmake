@@ -22,17 +22,27 @@ if(UBJ_INSTALL_EVAL)
 endif()
 
 # ubjfs.pc: the dependencies of the static library in Requires.private
-# (they have .pc files) and Libs.private (libm, threads)
-configure_file(${CMAKE_CURRENT_LIST_DIR}/ubjfs.pc.in ${CMAKE_BINARY_DIR}/ubjfs.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/ubjfs.pc
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+# (they have .pc files) and Libs.private (libm, threads).  Written at
+# install time (cmake/pc.cmake), so `cmake --install --prefix DIR` gets
+# DIR in it, not the configured prefix.
+install(CODE "set(UBJ_PC_IN \"${CMAKE_CURRENT_LIST_DIR}/ubjfs.pc.in\")
+  set(UBJ_PC_OUT \"${CMAKE_BINARY_DIR}/ubjfs.pc\")
+  set(UBJ_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
+  set(UBJ_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
+  set(UBJ_VERSION \"${PROJECT_VERSION}\")" COMPONENT dev)
+install(SCRIPT ${CMAKE_CURRENT_LIST_DIR}/pc.cmake COMPONENT dev)
 
 if(TARGET ubjfs)
   install(TARGETS ubjfs RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
   foreach(alias mkfs.ubjfs fsck.ubjfs)
-    install(CODE "file(CREATE_LINK ubjfs
-      \"\$ENV{DESTDIR}${CMAKE_INSTALL_FULL_BINDIR}/${alias}\" SYMBOLIC)
-      message(STATUS \"Installing: \$ENV{DESTDIR}${CMAKE_INSTALL_FULL_BINDIR}/${alias} -> ubjfs\")"
+    install(CODE "set(bindir \"${CMAKE_INSTALL_BINDIR}\")
+      if(NOT IS_ABSOLUTE \"\${bindir}\")
+        set(bindir \"\${CMAKE_INSTALL_PREFIX}/\${bindir}\")
+      endif()
+      set(link \"\$ENV{DESTDIR}\${bindir}/${alias}\")
+      message(STATUS \"Installing: \${link} -> ubjfs\")
+      file(CREATE_LINK ubjfs \"\${link}\" SYMBOLIC)
+      list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${link}\")"
       COMPONENT tools)
   endforeach()
 endif()
