@@ -76,6 +76,7 @@ if(UBJ_MAN AND TARGET ubjfs)
     "ubjfs-bench|ubjfs|bench|run ubjfs's benchmarks"
     "ubjfs-crashtest|ubjfs|crashtest|explore crash states of workloads in each mode")
   set(UBJ_MAN_OUT "")
+  file(GLOB UBJ_MAN_INCLUDES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/man-*.h2m)
   foreach(entry ${UBJ_MAN_PAGES})
     string(REPLACE "|" ";" f "${entry}")
     list(GET f 0 page)
@@ -88,7 +89,7 @@ if(UBJ_MAN AND TARGET ubjfs)
         -DSUB=${sub} -DPAGE=${page} "-DWHAT=${what}" -DVERSION=${PROJECT_VERSION}
         -DINCLUDE=${CMAKE_CURRENT_LIST_DIR}/man-${page}.h2m -DOUT=${out}
         -P ${CMAKE_CURRENT_LIST_DIR}/man.cmake
-      DEPENDS ubjfs ${CMAKE_CURRENT_LIST_DIR}/man.cmake
+      DEPENDS ubjfs ${CMAKE_CURRENT_LIST_DIR}/man.cmake ${UBJ_MAN_INCLUDES}
       COMMENT "help2man ${page}.8" VERBATIM)
     list(APPEND UBJ_MAN_OUT ${out})
   endforeach()
