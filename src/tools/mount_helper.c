@@ -86,6 +86,13 @@ int tools_mount_helper_main(int argc, char **argv)
     }
     rest[0] = '\0';
     tools_prog = "ubjfs mount";
+    if (strncmp(argv[2], "/dev/fd/", 8) == 0) {
+        /* mount.fuse3 -o drop_privileges: it has mounted /dev/fuse with its
+         * own options (not ours: default_permissions) */
+        tools_err("%s: -o drop_privileges is not supported (umount the mount "
+                  "point mount.fuse3 left)", argv[2]);
+        goto out;
+    }
     av[ac++] = (char *)tools_prog;
     for (int i = 3; i < argc; i++) {
         char *list;

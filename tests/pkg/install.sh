@@ -94,6 +94,10 @@ check_hello() {
   run 0 "$B/fsck.ubjfs" -n "$img"
 }
 cflags=(-std=c11 -Wall -Wextra -pedantic -Werror)
+# a sanitized build's library needs its runtime in the program too
+if grep -q '^UBJ_SANITIZE:BOOL=ON' "$build/CMakeCache.txt"; then
+  cflags+=(-fsanitize=address,undefined)
+fi
 export PKG_CONFIG_PATH=$L/pkgconfig PKG_CONFIG_SYSROOT_DIR=$st
 pc=$(pkg-config --cflags --libs ubjfs)
 case $pc in *"-I$st$prefix/include"*"-L$L"*"-lubjfs"*) ;;

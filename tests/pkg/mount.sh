@@ -48,6 +48,13 @@ ns_exit() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   lib_exit
 }
+# note_pid -- remember the daemon's pid (from its pid file) for ns_exit
+note_pid() {
+  local p
+  p=$(cat "$tmp/pid" 2>/dev/null || true)
+  case $p in ''|*[!0-9]*|0) fail "no daemon pid file after the mount";;
+    *) pids+=("$p");; esac
+}
 trap ns_exit EXIT
 mount --bind "$B" /usr/local/bin
 [ /usr/local/bin/ubjfs -ef "$B/ubjfs" ] || fail "the bind mount of $B did not take"
@@ -85,7 +92,7 @@ run 0 "$B/ubjfs" mkfs --size 64M --mode ubj --nvm "$nvm" "$tmp/a.img"
 run 0 mount -t fuse.ubjfs \
   -o "mode=ubj,nvm=$nvm,noatime,_netdev,nofail,x-systemd.automount,pid_file=$tmp/pid" \
   "$tmp/a.img" "$mnt"
-pids+=("$(cat "$tmp/pid" 2>/dev/null || echo 0)")
+note_pid
 awk -v m="$mnt" '$5 == m' /proc/self/mountinfo >"$tmp/mi"
 grep -q ' - fuse.ubjfs ' "$tmp/mi" || fail "mount -t: not a fuse.ubjfs mount: $(cat "$tmp/mi")"
 grep -q 'noatime' "$tmp/mi" || fail "mount -t: noatime did not reach the mount: $(cat "$tmp/mi")"
@@ -104,7 +111,7 @@ run 0 "$B/mkfs.ubjfs" --size 64M "$tmp/b.img"
 printf '# a comment\n%s %s fuse.ubjfs defaults,pid_file=%s,nofail 0 0\n' \
   "$tmp/b.img" "$mnt" "$tmp/pid" >"$tmp/fstab"
 run 0 mount -T "$tmp/fstab" "$mnt"
-pids+=("$(cat "$tmp/pid" 2>/dev/null || echo 0)")
+note_pid
 written fstab_T
 unmount_check fstab_T "$tmp/b.img"
 
@@ -115,7 +122,7 @@ printf '%s %s fuse.ubjfs defaults,nvm=%s,_netdev,pid_file=%s 0 0\n' \
   "$tmp/c.img" "$mnt" "$nvm" "$tmp/pid" >"$tmp/etc-fstab"
 mount --bind "$tmp/etc-fstab" /etc/fstab
 run 0 mount "$mnt"
-pids+=("$(cat "$tmp/pid" 2>/dev/null || echo 0)")
+note_pid
 written etc_fstab
 unmount_check etc_fstab "$tmp/c.img" --nvm "$nvm"
 
