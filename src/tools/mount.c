@@ -22,9 +22,9 @@
  * mount, drops its references and calls ubj_unmount (final commit, write
  * back, device flush, superblock clean) and exits 0, or 1 after logging
  * an unmount error (syslog when detached).  umount(2) does not wait for
- * that: from before the image is opened until the loop ends the daemon
- * marks the image as served (imglock.c), and a tool that finds the image
- * locked without the mark waits for the daemon to close it.
+ * that: from the image's open until the loop ends the daemon marks the
+ * image as served (imglock.c), and a tool -- or a new mount -- that finds
+ * the image locked without the mark waits for the daemon to close it.
  *
  * --device SPEC puts timed model layers (include/ubjfs/model.h,
  * docs/DEVICES.md) over the image file, on a real clock: every request
@@ -544,13 +544,14 @@ static void mount_stats_stop(struct mount_run *m)
 static int mount_open_dev(const struct mount_args *a, struct mount_run *m)
 {
     struct ubj_bdev *img;
-    unsigned bflags = UBJ_BDEV_EXCL | (a->fo.rdonly ? UBJ_BDEV_RDONLY : 0u);
-    m->mark = tools_serving_mark(a->image_abs);   /* before the flock */
-    int rc = ubj_bdev_file_open(a->image_abs, bflags, 0, &img);
+    /* waits for a daemon still finishing (umount; mount), refuses a
+     * served image; marks it once it has it */
+    int rc = tools_open_excl(a->image_abs, a->fo.rdonly ? UBJ_BDEV_RDONLY : 0u, &img);
     if (rc < 0) {
         tools_err("%s", tools_libmsg(rc));
         return -1;
     }
+    m->mark = tools_serving_mark(a->image_abs);
     rc = tools_dev_wrap(a->models, UBJ_CLOCK_REAL, img, &m->dev);
     if (rc < 0) {
         tools_err("%s: --device %s: %s", a->image, a->device, tools_libmsg(rc));
@@ -638,6 +639,21 @@ static int mount_pidfile(const char *path)
     return 0;
 }
 
+/* mount_pidfile_remove -- remove the pid file if it still holds our pid:
+ * a new mount of the image (umount; mount at once) may have written its
+ * own there once we closed the image. */
+static void mount_pidfile_remove(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long pid = 0;
+    if (f == NULL)
+        return;
+    int n = fscanf(f, "%ld", &pid);
+    fclose(f);
+    if (n == 1 && pid == (long)getpid())
+        (void)unlink(path);
+}
+
 /* mount_detach -- become a daemon: own session, no terminal, cwd /. */
 static void mount_detach(void)
 {
@@ -685,7 +701,7 @@ static int mount_serve(struct mount_args *a, int ready)
         syslog(LOG_ERR, "%s: FUSE session failed: %s", a->image, strerror(-rc));
     int src = mount_stop(&m, a->image);
     if (a->pidfile != NULL)
-        (void)unlink(a->pidfile);
+        mount_pidfile_remove(a->pidfile);
     return rc < 0 || src < 0 ? TOOLS_EXIT_ERR : TOOLS_EXIT_OK;
 }
 

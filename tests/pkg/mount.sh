@@ -6,12 +6,14 @@
 # PATH: its shell looks in /usr/local/sbin:/usr/local/bin:/usr/sbin:...),
 # then
 #   1. mount -t fuse.ubjfs -o mode=ubj,nvm=PATH,noatime,_netdev,nofail,...
-#   2. an fstab entry through mount -T FILE (an image in its mkfs mode)
+#   2. an fstab entry through mount -T FILE (an image in its mkfs mode),
+#      unmounted and mounted again at once
 #   3. an entry of /etc/fstab (a bind-mounted file): `mount DIR`
 # each time a file is written, `umount DIR` and at once `ubjfs fsck -n`
 # must say clean and the file must read back; the daemon must have been
 # the staged binary.  Also: a bad mode= fails mount with the tool's
-# message, and a second mount of a mounted image is refused.
+# message, and a second mount (and fsck) of a mounted image is refused at
+# once.
 . "$(dirname "$0")/../common/lib.sh" pkg-mount
 build=$(dirname "$UBJ_TOOL")
 
@@ -113,6 +115,13 @@ printf '# a comment\n%s %s fuse.ubjfs defaults,pid_file=%s,nofail 0 0\n' \
 run 0 mount -T "$tmp/fstab" "$mnt"
 note_pid
 written fstab_T
+# umount; mount at once (a restart): the new daemon waits for the old one
+pid=$(cat "$tmp/pid")
+run 0 umount "$mnt"
+run 0 mount -T "$tmp/fstab" "$mnt"
+note_pid
+[ "$(cat "$tmp/pid")" != "$pid" ] || fail "remount: the pid file still names the old daemon"
+[ "$(cat "$mnt/fstab_T.small")" = hello ] || fail "remount: fstab_T.small lost"
 unmount_check fstab_T "$tmp/b.img"
 
 # 3. /etc/fstab itself (bind-mounted in this namespace): `mount DIR`
