@@ -1,7 +1,8 @@
 # cmake/install.cmake -- what `cmake --install` puts where (GNUInstallDirs;
 # DESTDIR staging works, nothing goes outside the prefix):
 #   lib/       libubjfs.so.MAJOR.MINOR.PATCH, .so.MAJOR, .so; libubjfs.a;
-#              pkgconfig/ubjfs.pc; libubjfs-eval.a only with UBJ_INSTALL_EVAL
+#              pkgconfig/ubjfs.pc; cmake/ubjfs/ (find_package: ubjfs::ubjfs,
+#              ubjfs::ubjfs_static); libubjfs-eval.a only with UBJ_INSTALL_EVAL
 #   include/ubjfs/*.h
 #   bin/       ubjfs, mkfs.ubjfs and fsck.ubjfs (symlinks to it)
 #   share/man/man8/  ubjfs.8, ubjfs-CMD.8 per subcommand, mkfs.ubjfs.8,
@@ -9,10 +10,19 @@
 #   share/doc/ubjfs/  README.md and docs/*.md
 # Included by CMakeLists.txt after the targets are defined.
 
-install(TARGETS ubjfs_shared
+install(TARGETS ubjfs_shared EXPORT ubjfsTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
   NAMELINK_COMPONENT dev)
-install(TARGETS ubjfs_core ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+install(TARGETS ubjfs_core EXPORT ubjfsTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+# find_package(ubjfs): targets ubjfs::ubjfs (shared), ubjfs::ubjfs_static
+set(UBJ_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ubjfs)
+install(EXPORT ubjfsTargets NAMESPACE ubjfs:: DESTINATION ${UBJ_CMAKEDIR} COMPONENT dev)
+include(CMakePackageConfigHelpers)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/ubjfsConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/ubjfsConfig.cmake
+  ${CMAKE_BINARY_DIR}/ubjfsConfigVersion.cmake DESTINATION ${UBJ_CMAKEDIR} COMPONENT dev)
 install(FILES ${UBJ_PUBLIC_HEADERS}
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ubjfs COMPONENT dev)
 if(UBJ_INSTALL_EVAL)

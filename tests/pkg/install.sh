@@ -6,7 +6,8 @@
 # the man pages rendering; then the README's library example built with
 # `pkg-config --cflags --libs ubjfs` against the staged tree (sysroot) and
 # run, linked shared and static; and once more against an install with
-# --prefix DIR (ubjfs.pc must name DIR).  Uses the build directory of
+# --prefix DIR (ubjfs.pc must name DIR), and through find_package(ubjfs)
+# (ubjfs::ubjfs, ubjfs::ubjfs_static).  Uses the build directory of
 # $UBJ_TOOL, which CTest runs after a whole build.
 . "$(dirname "$0")/../common/lib.sh" pkg-install
 build=$(dirname "$UBJ_TOOL")
@@ -17,6 +18,8 @@ done
 [ -f "$build/cmake_install.cmake" ] || test_skip "$build is not a CMake build directory"
 prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build/CMakeCache.txt")
+btype=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt")
+btype=${btype:-RelWithDebInfo}           # CMakeLists.txt's default
 grep -q '^UBJ_INSTALL_EVAL:BOOL=ON' "$build/CMakeCache.txt" && eval_on=1 || eval_on=0
 st=$tmp/stage
 
@@ -28,6 +31,10 @@ run 0 env DESTDIR="$st" cmake --install "$build"
   for f in ubjfs mkfs.ubjfs fsck.ubjfs; do echo "$prefix/bin/$f"; done
   for f in libubjfs.so libubjfs.so.0 libubjfs.so.0.1.0 libubjfs.a pkgconfig/ubjfs.pc; do
     echo "$prefix/$libdir/$f"
+  done
+  for f in ubjfsConfig.cmake ubjfsConfigVersion.cmake ubjfsTargets.cmake \
+           "ubjfsTargets-${btype,,}.cmake"; do
+    echo "$prefix/$libdir/cmake/ubjfs/$f"
   done
   [ "$eval_on" = 0 ] || echo "$prefix/$libdir/libubjfs-eval.a"
   for h in "$src"/include/ubjfs/*.h; do echo "$prefix/include/ubjfs/${h##*/}"; done
@@ -126,4 +133,29 @@ export PKG_CONFIG_PATH=$opt/$libdir/pkgconfig
 # shellcheck disable=SC2046
 run 0 cc "${cflags[@]}" "$tmp/hello.c" $(pkg-config --cflags --libs ubjfs) -o "$tmp/hello_opt"
 check_hello "$tmp/hello_opt" opt env LD_LIBRARY_PATH="$opt/$libdir"
+
+# --- find_package(ubjfs): the CMake package's two targets ------------------
+mkdir "$tmp/cm"
+cp "$tmp/hello.c" "$tmp/cm/"
+cat >"$tmp/cm/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.20)
+project(hello C)
+find_package(ubjfs 0.1 REQUIRED)
+add_executable(hello_cm hello.c)
+target_link_libraries(hello_cm PRIVATE ubjfs::ubjfs)
+add_executable(hello_cm_static hello.c)
+target_link_libraries(hello_cm_static PRIVATE ubjfs::ubjfs_static)
+EOF
+cmflags=()
+if grep -q '^UBJ_SANITIZE:BOOL=ON' "$build/CMakeCache.txt"; then
+  cmflags=(-DCMAKE_C_FLAGS=-fsanitize=address,undefined)
+fi
+run 0 cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$opt" "${cmflags[@]}"
+run 0 cmake --build "$tmp/cm/build"
+readelf -d "$tmp/cm/build/hello_cm" | grep -q 'NEEDED.*\[libubjfs.so.0\]' ||
+  fail "hello_cm (ubjfs::ubjfs) does not need libubjfs.so.0"
+readelf -d "$tmp/cm/build/hello_cm_static" | grep -q 'libubjfs' &&
+  fail "hello_cm_static (ubjfs::ubjfs_static) needs a libubjfs.so"
+check_hello "$tmp/cm/build/hello_cm" cm env
+check_hello "$tmp/cm/build/hello_cm_static" cm_static env
 echo "pkg-install: ok"
