@@ -14,7 +14,10 @@
  * both go with the process if it dies.  A tool that finds the image
  * flocked refuses at once if the mark is there (mounted: "in use"), and
  * otherwise waits for the holder -- a daemon finishing, or another tool --
- * up to TOOLS_LOCK_WAIT_S seconds, saying so after one.
+ * up to TOOLS_LOCK_WAIT_S seconds, saying so after one.  Where the mark
+ * cannot be taken (an NFS client emulates flock with POSIX locks, which
+ * would conflict), the daemon goes unmarked and a tool waits the 60 s for
+ * a mounted image before it says "in use".
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -2,8 +2,10 @@
  * tools.h -- what the `ubjfs` command-line tool's subcommands share
  * (src/tools/util.c): the program name used in messages, error printing,
  * size and number parsing, IMAGE:/path arguments, opening and mounting an
- * image, directory listings, mode strings and time formatting; and
- * (src/tools/modes.c) the lists of consistency modes from the registry.
+ * image, directory listings, mode strings and time formatting;
+ * (src/tools/modes.c) the lists of consistency modes from the registry;
+ * and (src/tools/imglock.c) opening an image that a mount daemon may still
+ * hold after `umount`.
  *
  * The tools use only the public API (the headers in include/ubjfs/); inspect and mkfs
  * also read the superblock through src/fs/format.h, and with inspect, fsck and
