@@ -2,7 +2,8 @@
 # tests/pkg/install.sh -- `cmake --install` as a package build uses it:
 # into a DESTDIR staging tree, the exact file list under the prefix and
 # nothing outside it; the soname links; only the public API exported from
-# the shared library; the installed headers compiling alone (strict C11);
+# the shared library; the installed headers compiling alone (strict C11,
+# and C++11);
 # the man pages rendering; then the README's library example built with
 # `pkg-config --cflags --libs ubjfs` against the staged tree (sysroot) and
 # run, linked shared and static; and once more against an install with
@@ -78,6 +79,15 @@ for h in "$st$prefix"/include/ubjfs/*.h; do
   run 0 cc -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only \
     -I"$st$prefix/include" -x c "$h"
 done
+# and from C++ (they say extern "C"), where a C++ compiler is installed
+if command -v c++ >/dev/null; then
+  for h in "$st$prefix"/include/ubjfs/*.h; do
+    run 0 c++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only \
+      -I"$st$prefix/include" -x c++ "$h"
+  done
+else
+  skip_part "the headers from C++ (no c++)"
+fi
 for m in "$st$prefix"/share/man/man8/*.8; do
   groff -man -Tutf8 -ww -z "$m" 2>"$tmp/groff" || fail "$m: groff failed"
   [ ! -s "$tmp/groff" ] || fail "$m: groff warns: $(head -c 300 "$tmp/groff")"
