@@ -21,7 +21,8 @@
  * SIGHUP) ends the request loop; the daemon then detaches the kernel
  * mount, drops its references and calls ubj_unmount (final commit, write
  * back, device flush, superblock clean) and exits 0, or 1 after logging
- * an unmount error (syslog when detached).  umount(2) does not wait for
+ * an unmount error (syslog when detached); once the loop has ended,
+ * SIGTERM, SIGINT and SIGHUP are ignored.  umount(2) does not wait for
  * that: from the image's open until the loop ends the daemon marks the
  * image as served (imglock.c), and a tool -- or a new mount -- that finds
  * the image locked without the mark waits for the daemon to close it.
@@ -697,6 +698,12 @@ static int mount_serve(struct mount_args *a, int ready)
     }
     mount_stats_start(&m);
     int rc = ubj_fuse_loop(m.fuse);
+    /* the final commit is not cut short: umount returns before it, and a
+     * shutdown's SIGTERM to every process comes next (libfuse leaves a
+     * handler that is not its own in place) */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     if (rc < 0)
         syslog(LOG_ERR, "%s: FUSE session failed: %s", a->image, strerror(-rc));
     int src = mount_stop(&m, a->image);

@@ -8,7 +8,9 @@
 #   1. mount -t fuse.ubjfs -o mode=ubj,nvm=PATH,noatime,_netdev,nofail,...
 #   2. an fstab entry through mount -T FILE (an image in its mkfs mode),
 #      unmounted and mounted again at once
-#   3. an entry of /etc/fstab (a bind-mounted file): `mount DIR`
+#   3. an entry of /etc/fstab (a bind-mounted file): `mount DIR`, over a
+#      slow disk model; 0.3 s after umount, in its final write-back, the
+#      daemon gets a SIGTERM (as a shutdown sends every process)
 # each time a file is written, `umount DIR` and at once `ubjfs fsck -n`
 # must say clean and the file must read back; the daemon must have been
 # the staged binary.  Also: a bad mode= fails mount with the tool's
@@ -69,8 +71,9 @@ written() {
   echo hello >"$mnt/$1.small"
 }
 
-# unmount_check NAME IMG [--nvm PATH] -- umount; fsck -n at once clean;
-# the file reads back; note whether the daemon outlived umount
+# unmount_check NAME IMG [--nvm PATH] -- umount (with UBJ_PKG_TERM=1 a
+# SIGTERM to the daemon right after, as a shutdown sends); fsck -n at once
+# clean; the file reads back; note whether the daemon outlived umount
 unmount_check() {
   local name=$1 img=$2 pid
   shift 2
@@ -79,9 +82,19 @@ unmount_check() {
   run 0 umount "$mnt"
   local alive=no
   kill -0 "$pid" 2>/dev/null && alive=yes
+  if [ "${UBJ_PKG_TERM:-}" = 1 ]; then
+    sleep 0.3                    # into the final write-back (~1 s on hdd)
+    kill -0 "$pid" 2>/dev/null || fail "$name: the daemon is gone before the SIGTERM"
+    kill -TERM "$pid" 2>/dev/null || true
+  fi
   run 0 "$B/ubjfs" fsck -n "$@" "$img"
   grep -q clean "$tmp/out" || fail "$name: fsck -n right after umount: $(cat "$tmp/out" "$tmp/err")"
   echo "$name: daemon still running when umount returned: $alive; fsck -n: $(cat "$tmp/out")"
+  # a daemon that ends normally removes its pid file (after closing the
+  # image); one killed in its final write-back leaves it
+  local i
+  for i in $(seq 100); do [ -e "$tmp/pid" ] || break; sleep 0.02; done
+  [ ! -e "$tmp/pid" ] || fail "$name: the daemon did not end normally (pid file left)"
   run 0 "$B/ubjfs" cat "$@" "$img:/$name"
   cmp -s "$tmp/out" "$tmp/data" || fail "$name: the file did not read back"
   mountpoint -q "$mnt" && fail "$name: still mounted"
@@ -127,13 +140,14 @@ unmount_check fstab_T "$tmp/b.img"
 # 3. /etc/fstab itself (bind-mounted in this namespace): `mount DIR`
 nvm=$shm/c.nvm
 run 0 "$B/ubjfs" mkfs --size 64M --mode ubj --nvm "$nvm" "$tmp/c.img"
-printf '%s %s fuse.ubjfs defaults,nvm=%s,_netdev,pid_file=%s 0 0\n' \
+# an old disk's model (device=): the final write-back takes about 1 s
+printf '%s %s fuse.ubjfs defaults,nvm=%s,device=hdd:hp_c2249a,_netdev,pid_file=%s 0 0\n' \
   "$tmp/c.img" "$mnt" "$nvm" "$tmp/pid" >"$tmp/etc-fstab"
 mount --bind "$tmp/etc-fstab" /etc/fstab
 run 0 mount "$mnt"
 note_pid
 written etc_fstab
-unmount_check etc_fstab "$tmp/c.img" --nvm "$nvm"
+UBJ_PKG_TERM=1 unmount_check etc_fstab "$tmp/c.img" --nvm "$nvm"
 
 # a bad option fails mount(8) with the tool's message, nothing mounted
 run 2 mount -t fuse.ubjfs -o mode=bogus "$tmp/b.img" "$mnt"
