@@ -22,6 +22,8 @@ libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build/CMakeCache.txt")
 btype=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt")
 btype=${btype:-RelWithDebInfo}           # CMakeLists.txt's default
 grep -q '^UBJ_INSTALL_EVAL:BOOL=ON' "$build/CMakeCache.txt" && eval_on=1 || eval_on=0
+grep -q '^UBJ_MAN:BOOL=OFF' "$build/CMakeCache.txt" && man_on=0 || man_on=1
+[ "$man_on" = 1 ] || skip_part "the man pages (this build has UBJ_MAN=OFF)"
 st=$tmp/stage
 
 # --- DESTDIR staging -------------------------------------------------------
@@ -41,7 +43,7 @@ run 0 env DESTDIR="$st" cmake --install "$build"
   for h in "$src"/include/ubjfs/*.h; do echo "$prefix/include/ubjfs/${h##*/}"; done
   for p in ubjfs mkfs.ubjfs fsck.ubjfs ubjfs-mkfs ubjfs-fsck ubjfs-mount ubjfs-cp \
            ubjfs-ls ubjfs-cat ubjfs-stat ubjfs-inspect ubjfs-bench ubjfs-crashtest; do
-    echo "$prefix/share/man/man8/$p.8"
+    [ "$man_on" = 0 ] || echo "$prefix/share/man/man8/$p.8"
   done
   echo "$prefix/share/doc/ubjfs/README.md"
   for d in "$src"/docs/*.md; do echo "$prefix/share/doc/ubjfs/docs/${d##*/}"; done
@@ -89,11 +91,12 @@ else
   skip_part "the headers from C++ (no c++)"
 fi
 for m in "$st$prefix"/share/man/man8/*.8; do
+  [ "$man_on" = 1 ] || break
   groff -man -Tutf8 -ww -z "$m" 2>"$tmp/groff" || fail "$m: groff failed"
   [ ! -s "$tmp/groff" ] || fail "$m: groff warns: $(head -c 300 "$tmp/groff")"
   grep -q '^\.SH OPTIONS\|^\.SH DESCRIPTION' "$m" || fail "$m: no DESCRIPTION/OPTIONS section"
 done
-grep -q 'fuse.ubjfs' "$st$prefix/share/man/man8/ubjfs-mount.8" ||
+[ "$man_on" = 0 ] || grep -q 'fuse.ubjfs' "$st$prefix/share/man/man8/ubjfs-mount.8" ||
   fail "ubjfs-mount.8 does not tell about mount -t fuse.ubjfs"
 
 # --- the README's example, through pkg-config ----------------------------
