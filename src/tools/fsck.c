@@ -254,7 +254,7 @@ int tools_fsck_main(int argc, char **argv)
     const char *image = argv[optind];
     struct ubj_bdev *dev;
     unsigned bflags = UBJ_BDEV_EXCL | (repair ? 0u : UBJ_BDEV_RDONLY);
-    int rc = ubj_bdev_file_open(image, bflags, 0, &dev);
+    int rc = tools_open_excl(image, bflags, &dev);   /* waits for an unmount */
     if (rc < 0) {
         tools_err("%s", tools_libmsg(rc));
         return UBJ_CHECK_OPERROR;

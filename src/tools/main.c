@@ -4,10 +4,14 @@
  * `ubjfs CMD ARGS...` runs subcommand CMD with argv[0] set to "ubjfs CMD"
  * (so getopt's and our messages start with it).  Invoked as mkfs.ubjfs or
  * fsck.ubjfs (symlinks made by the build), the binary runs that
- * subcommand directly, like mke2fs/e2fsck.  `help`, `version` live here.
+ * subcommand directly, like mke2fs/e2fsck.  `ubjfs IMAGE MOUNTPOINT [-o
+ * OPTS]` -- the first operand no subcommand but an existing file -- is how
+ * mount.fuse3 runs it (mount -t fuse.ubjfs, fstab): mount_helper.c.
+ * `help`, `version` live here.
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "fs/format.h"
 #include "tools.h"
 
@@ -52,6 +56,10 @@ static void main_list(FILE *f)
         fprintf(f, "  %-8s %s\n", main_cmds[i].name, main_cmds[i].summary);
     fprintf(f, "\nRun 'ubjfs COMMAND --help' for a command's options.\n"
                "Also installed as mkfs.ubjfs and fsck.ubjfs.\n"
+               "'ubjfs IMAGE MOUNTPOINT [-o OPT,...]' is 'ubjfs mount' as mount.fuse3\n"
+               "runs it (mount -t fuse.ubjfs, /etc/fstab): -o mode=, nvm=,\n"
+               "nvm_profile=, device=, stats=, cache_size=, commit_interval=,\n"
+               "pid_file= are its options; mount(8)'s own are ignored.\n"
                "Exit status: 0 success, 1 error, 2 usage error "
                "(fsck: as e2fsck).\n");
 }
@@ -123,6 +131,9 @@ int main(int argc, char **argv)
     else if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0)
         cmd = "version";
     const struct tools_cmd *c = main_find(cmd);
+    struct stat st;
+    if (c == NULL && argc >= 3 && cmd[0] != '-' && stat(cmd, &st) == 0)
+        return tools_mount_helper_main(argc, argv);
     if (c == NULL)
         return tools_usage_err("unknown command '%s'", argv[1]);
     main_set_prog(c->name);

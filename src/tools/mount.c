@@ -21,7 +21,11 @@
  * SIGHUP) ends the request loop; the daemon then detaches the kernel
  * mount, drops its references and calls ubj_unmount (final commit, write
  * back, device flush, superblock clean) and exits 0, or 1 after logging
- * an unmount error (syslog when detached).
+ * an unmount error (syslog when detached); once the loop has ended,
+ * SIGTERM, SIGINT and SIGHUP are ignored.  umount(2) does not wait for
+ * that: from the image's open until the loop ends the daemon marks the
+ * image as served (imglock.c), and a tool -- or a new mount -- that finds
+ * the image locked without the mark waits for the daemon to close it.
  *
  * --device SPEC puts timed model layers (include/ubjfs/model.h,
  * docs/DEVICES.md) over the image file, on a real clock: every request
@@ -433,6 +437,7 @@ struct mount_run {
     struct ubj_fuse *fuse;
     const struct mount_args *args;
     pthread_t stats_thread;             /* takes SIGUSR1 (with --device) */
+    int mark;                           /* "served" mark (imglock.c), or -1 */
     bool stats_running;
     volatile bool stats_stop;           /* [set before the wake-up signal] */
 };
@@ -540,12 +545,14 @@ static void mount_stats_stop(struct mount_run *m)
 static int mount_open_dev(const struct mount_args *a, struct mount_run *m)
 {
     struct ubj_bdev *img;
-    unsigned bflags = UBJ_BDEV_EXCL | (a->fo.rdonly ? UBJ_BDEV_RDONLY : 0u);
-    int rc = ubj_bdev_file_open(a->image_abs, bflags, 0, &img);
+    /* waits for a daemon still finishing (umount; mount), refuses a
+     * served image; marks it once it has it */
+    int rc = tools_open_excl(a->image_abs, a->fo.rdonly ? UBJ_BDEV_RDONLY : 0u, &img);
     if (rc < 0) {
         tools_err("%s", tools_libmsg(rc));
         return -1;
     }
+    m->mark = tools_serving_mark(a->image_abs);
     rc = tools_dev_wrap(a->models, UBJ_CLOCK_REAL, img, &m->dev);
     if (rc < 0) {
         tools_err("%s: --device %s: %s", a->image, a->device, tools_libmsg(rc));
@@ -603,6 +610,7 @@ static int mount_stop(struct mount_run *m, const char *image)
     int ret = 0;
     struct ubj_fs_stats fst;
     memset(&fst, 0, sizeof fst);
+    tools_serving_unmark(&m->mark);   /* finishing: the tools wait for us */
     mount_stats_stop(m);
     if (m->fuse != NULL)
         ubj_fuse_destroy(m->fuse);    /* kernel unmount, references dropped */
@@ -632,6 +640,21 @@ static int mount_pidfile(const char *path)
     return 0;
 }
 
+/* mount_pidfile_remove -- remove the pid file if it still holds our pid:
+ * a new mount of the image (umount; mount at once) may have written its
+ * own there once we closed the image. */
+static void mount_pidfile_remove(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long pid = 0;
+    if (f == NULL)
+        return;
+    int n = fscanf(f, "%ld", &pid);
+    fclose(f);
+    if (n == 1 && pid == (long)getpid())
+        (void)unlink(path);
+}
+
 /* mount_detach -- become a daemon: own session, no terminal, cwd /. */
 static void mount_detach(void)
 {
@@ -652,7 +675,7 @@ static void mount_detach(void)
  * returns the exit code; `ready` (or -1) is written once mounted. */
 static int mount_serve(struct mount_args *a, int ready)
 {
-    struct mount_run m = { .args = a };
+    struct mount_run m = { .args = a, .mark = -1 };
     sigset_t usr1;
     sigemptyset(&usr1);
     sigaddset(&usr1, SIGUSR1);
@@ -675,11 +698,17 @@ static int mount_serve(struct mount_args *a, int ready)
     }
     mount_stats_start(&m);
     int rc = ubj_fuse_loop(m.fuse);
+    /* the final commit is not cut short: umount returns before it, and a
+     * shutdown's SIGTERM to every process comes next (libfuse leaves a
+     * handler that is not its own in place) */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     if (rc < 0)
         syslog(LOG_ERR, "%s: FUSE session failed: %s", a->image, strerror(-rc));
     int src = mount_stop(&m, a->image);
     if (a->pidfile != NULL)
-        (void)unlink(a->pidfile);
+        mount_pidfile_remove(a->pidfile);
     return rc < 0 || src < 0 ? TOOLS_EXIT_ERR : TOOLS_EXIT_OK;
 }
 

@@ -2,8 +2,10 @@
  * tools.h -- what the `ubjfs` command-line tool's subcommands share
  * (src/tools/util.c): the program name used in messages, error printing,
  * size and number parsing, IMAGE:/path arguments, opening and mounting an
- * image, directory listings, mode strings and time formatting; and
- * (src/tools/modes.c) the lists of consistency modes from the registry.
+ * image, directory listings, mode strings and time formatting;
+ * (src/tools/modes.c) the lists of consistency modes from the registry;
+ * and (src/tools/imglock.c) opening an image that a mount daemon may still
+ * hold after `umount`.
  *
  * The tools use only the public API (the headers in include/ubjfs/); inspect and mkfs
  * also read the superblock through src/fs/format.h, and with inspect, fsck and
@@ -53,6 +55,8 @@ int tools_bench_modes_main(int argc, char **argv); /* bench_modes.c: `bench mode
 int tools_bench_run_main(int argc, char **argv);   /* bench_run.c: `bench run` */
 int tools_bench_headline_main(int argc, char **argv); /* bench_run.c: `bench` */
 int tools_mount_main(int argc, char **argv);   /* mount.c + src/fuse/ */
+/* mount_helper.c: `ubjfs IMAGE MOUNTPOINT -o OPTS`, mount.fuse3's form */
+int tools_mount_helper_main(int argc, char **argv);
 int tools_crashtest_main(int argc, char **argv); /* crashtest.c + src/crash/ */
 
 /* ---- messages ---------------------------------------------------------- */
@@ -136,6 +140,26 @@ int tools_image_opt(int c, const char *arg, void (*usage)(void));
 
 /* tools_nvm_path -- --nvm's PATH, else $UBJFS_NVM, else NULL. */
 const char *tools_nvm_path(void);
+
+/* ---- an image held by a finishing mount daemon (imglock.c) ---------- */
+
+/* tools_open_excl -- ubj_bdev_file_open(path, flags | UBJ_BDEV_EXCL, 0,
+ * out), but an image locked by a process that does not serve a mount of
+ * it (a mount daemon after `umount`, finishing its final commit; another
+ * tool) is waited for, up to 60 s, with a note on stderr after 1 s.  A
+ * mounted image is refused at once.  0, or the open's negative errno
+ * (-EBUSY: in use). */
+int tools_open_excl(const char *path, unsigned flags, struct ubj_bdev **out);
+
+/* tools_serving_mark -- the mount daemon, before it opens `path`: mark the
+ * image as served (a lock on a descriptor of its own).  The descriptor,
+ * or -1 (not marked: the tools then wait for a mounted image too, and
+ * give up after 60 s). */
+int tools_serving_mark(const char *path);
+
+/* tools_serving_unmark -- the request loop has ended: drop the mark (*fd
+ * closed and set to -1; nothing if it is -1). */
+void tools_serving_unmark(int *fd);
 
 /* tools_mount_error -- report that `image` (open as dev) cannot be
  * mounted (rc): a mode-ubj image without a region says to pass --nvm. */

@@ -305,8 +305,7 @@ int tools_img_mount(struct tools_img *img, const char *image, bool rw)
     img->name = image;
     img->dev = NULL;
     img->fs = NULL;
-    unsigned bflags = UBJ_BDEV_EXCL | (rw ? 0u : UBJ_BDEV_RDONLY);
-    int rc = ubj_bdev_file_open(image, bflags, 0, &img->dev);
+    int rc = tools_open_excl(image, rw ? 0u : UBJ_BDEV_RDONLY, &img->dev);
     if (rc < 0) {
         util_open_error(image, rc);
         return -1;
