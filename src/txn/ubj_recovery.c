@@ -418,7 +418,7 @@ void ubjm_release(void *arg)
 int ubjm_view(const struct ubj_mode_image *img, const char *path,
               struct ubj_bdev **out)
 {
-    struct ubj_nvm *r;
+    struct ubj_nvm *r = NULL;
     int rc = ubjm_attach(path, 0, 0, img->uuid, UBJM_NVMA_RDONLY, &r);
     if (rc < 0)
         return rc;
