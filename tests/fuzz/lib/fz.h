@@ -106,7 +106,8 @@ enum fz_how { FZ_ZEROS, FZ_ONES, FZ_RANDOM, FZ_FIRSTBIT, FZ_LASTBIT,
               FZ_PLUS1, FZ_MINUS1, FZ_NHOW };
 extern const char *const fz_how_names[FZ_NHOW];
 /* fz_corrupt -- apply `how` to span off/len of the page; `rnd` seeds
- * FZ_RANDOM.  Reseals unless the field is a checksum. */
+ * FZ_RANDOM.  Reseals the page unless the field is its own checksum
+ * (blkhdr.crc, jhdr.crc, nvm_header.hdr_crc). */
 void fz_corrupt(struct fz_case *c, const struct fz_inst *i, const struct fz_field *f,
                 enum fz_how how, uint64_t rnd);
 /* fz_mutate -- the custom mutator: decode data[size], change one field of

@@ -38,6 +38,15 @@ static int save(const char *dir, const char *mode, const char *what, struct ubj_
     return rc;
 }
 
+/* fixed_now -- one instant for every timestamp: reproducible seeds (the
+ * corruption matrix compares its outcomes and reasons across runs). */
+static void fixed_now(void *ctx, struct timespec *ts)
+{
+    (void)ctx;
+    ts->tv_sec = 1700000000;
+    ts->tv_nsec = 123456789;
+}
+
 /* populate -- every kind of structure. */
 static int populate(struct ubj_fs *fs)
 {
@@ -93,6 +102,7 @@ static int one_mode(const char *dir, const char *mode)
     memset(&cfg, 0, sizeof cfg);
     cfg.cache_blocks = 64;
     cfg.flags = UBJ_MOUNT_NO_TIMER;
+    cfg.now = fixed_now;
     cfg.nvm_path = reg[0] ? reg : NULL;
     cfg.nvm_flags = reg[0] ? UBJ_NVM_FORMAT : 0u;
     struct ubj_fs *fs = NULL;
