@@ -91,13 +91,8 @@ static int fsck(struct ubj_bdev **dev, const char *reg, unsigned flags)
  * reason in why (refused, or read-only with the error recorded). */
 static struct ubj_fs *mount_rw(struct ubj_bdev *dev, const char *reg, char *why, size_t len)
 {
-    struct ubj_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.cache_blocks = 64;
-    cfg.flags = UBJ_MOUNT_NO_TIMER;
-    cfg.nvm_path = reg[0] ? reg : NULL;
     struct ubj_fs *fs;
-    int rc = ubj_mount(dev, &cfg, &fs);
+    int rc = fz_mount(dev, reg, 0, &fs);
     if (rc < 0) {
         snprintf(why, len, "mount: %s", ubj_errormsg());
         return NULL;
@@ -274,10 +269,12 @@ static const char *limit_of(const struct fz_field *f, enum fz_how how)
 static void sanitize(char *s)
 {
     char *p;
-    while ((p = strstr(s, "/dev/shm/ubjfz-")) != NULL || (p = strstr(s, "/tmp/ubjfz-")) != NULL) {
+    while ((p = strstr(s, "ubjfz-")) != NULL) {
         char *e = strstr(p, ".nvm");
         if (e == NULL)
             break;
+        while (p > s && p[-1] != ' ')
+            p--;                            /* the directory: /dev/shm, $TMPDIR */
         memcpy(p, "REGION", 6);
         memmove(p + 6, e + 4, strlen(e + 4) + 1);
     }

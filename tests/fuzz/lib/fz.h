@@ -124,6 +124,10 @@ size_t fz_mutate(uint8_t *data, size_t size, size_t max, unsigned seed);
 int fz_target_mount(const uint8_t *d, size_t n);
 int fz_target_recover(const uint8_t *d, size_t n);
 int fz_target_fsck(const uint8_t *d, size_t n);
+struct ubj_fs;
+/* fz_mount -- mount dev with the region file reg ("" or NULL: none), 64
+ * cache buffers, no timer, flags UBJ_MOUNT_*.  ubj_mount's result. */
+int fz_mount(struct ubj_bdev *dev, const char *reg, unsigned flags, struct ubj_fs **out);
 /* fz_quiet -- count report lines instead of printing them (ctx: int *). */
 void fz_quiet(void *ctx, const char *line);
 /* fz_fail -- print "fz: " + the message and abort. */

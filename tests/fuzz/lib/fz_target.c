@@ -262,6 +262,16 @@ static void operate(struct ubj_fs *fs, uint32_t ops)
         errno_ok(ubj_sync(fs), "sync");
 }
 
+int fz_mount(struct ubj_bdev *dev, const char *reg, unsigned flags, struct ubj_fs **out)
+{
+    struct ubj_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.cache_blocks = 64;
+    cfg.flags = UBJ_MOUNT_NO_TIMER | flags;
+    cfg.nvm_path = reg != NULL && reg[0] ? reg : NULL;
+    return ubj_mount(dev, &cfg, out);
+}
+
 int fz_target_mount(const uint8_t *d, size_t n)
 {
     struct fz_case c;
@@ -274,13 +284,9 @@ int fz_target_mount(const uint8_t *d, size_t n)
         fz_case_free(&c);
         return 0;
     }
-    struct ubj_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.cache_blocks = 64;
-    cfg.flags = UBJ_MOUNT_NO_TIMER | ((c.ops & 0x100) ? UBJ_MOUNT_RDONLY : 0u);
-    cfg.nvm_path = reg[0] ? reg : NULL;
+    unsigned mflags = (c.ops & 0x100) ? UBJ_MOUNT_RDONLY : 0u;
     struct ubj_fs *fs;
-    int rc = ubj_mount(dev, &cfg, &fs);
+    int rc = fz_mount(dev, reg, mflags, &fs);
     errno_ok(rc, "mount");
     if (getenv("FZ_VERBOSE") != NULL)
         fprintf(stderr, "fz mount: fsck -n %d, mount %d %s\n", pre, rc, rc ? ubj_errormsg() : "");
@@ -294,7 +300,7 @@ int fz_target_mount(const uint8_t *d, size_t n)
         int urc = ubj_unmount(fs);
         errno_ok(urc, "unmount");
         if (pre == UBJ_CHECK_CLEAN && health0 == 0 && health == 0 && urc == 0 &&
-            !(cfg.flags & UBJ_MOUNT_RDONLY)) {
+            !(mflags & UBJ_MOUNT_RDONLY)) {
             int destroyed;
             int post = check(dev, reg, 0, &destroyed);
             if (destroyed)
