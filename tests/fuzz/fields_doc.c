@@ -14,7 +14,7 @@
 #include <string.h>
 
 struct docrow {
-    char doc[16], table[40], name[40], off[24], size[16];
+    char doc[16], table[48], name[40], off[24], size[16];
     int line, used;
 };
 
@@ -130,7 +130,7 @@ static void parse_doc(const char *src, const char *doc)
         char name[40];
         field_name(cells[c_field], name, sizeof name);
         snprintf(r->doc, sizeof r->doc, "%s", doc);
-        snprintf(r->table, sizeof r->table, "%s#%d", section, ordinal);
+        snprintf(r->table, sizeof r->table, "%.32s#%d", section, ordinal);
         if (c_label >= 0)
             snprintf(r->name, sizeof r->name, "%.15s.%.23s", label, name);
         else

@@ -74,10 +74,9 @@ static int fsck(struct ubj_bdev **dev, const char *reg, unsigned flags)
     if (reg[0] != '\0') {
         if (ubj_nvm_overlay_create(*dev, reg, &on) < 0) {
             snprintf(first_line, sizeof first_line, "%s", ubj_errormsg());
-            *dev = NULL;
-            return UBJ_CHECK_OPERROR;
+            return UBJ_CHECK_OPERROR;   /* dev is still ours */
         }
-        *dev = NULL;
+        *dev = NULL;                    /* the overlay owns it */
     }
     int n = 0;
     first_line[0] = '\0';
@@ -123,20 +122,20 @@ static char evaluate(const struct fz_case *c, const struct base *b, const char *
     int r1 = fsck(&dev, reg, 0);
     char out = 'X';
     reason[0] = '\0';
-    if (dev == NULL)
-        dev = pair(c, reg, sizeof reg);
+    if (dev == NULL && fz_case_dev(c, &dev) < 0)   /* the image again, same region file */
+        fz_fail("cannot make a device");
     if (r1 == UBJ_CHECK_CLEAN) {
         struct ubj_fs *fs = mount_rw(dev, reg, reason, len);
         if (fs == NULL) {
             out = 'M';   /* fsck clean, mount refuses: reported as such */
         } else {
-            struct cx_tree *t;
+            struct cx_tree *t = NULL;
             char why[448] = "";
             int ok = cx_tree_take(fs, &t) == 0;
             if (ok && !cx_tree_match(t, b->ref, CX_DATA_EXACT, 0, 0, why, sizeof why) &&
                 !(allowed != NULL && strstr(why, allowed) != NULL))
                 ok = 0;
-            if (ok)
+            if (t != NULL)
                 cx_tree_free(t);
             if (ok && cx_usable(fs) != 0) {
                 ok = 0;
@@ -421,10 +420,14 @@ int main(void)
                 if (memcmp(c.img, bases[b].c.img, isz) == 0 &&
                     (rsz == 0 || memcmp(c.reg, bases[b].c.reg, rsz) == 0)) {
                     codes[h] = '-';
+                    free(c.img);
+                    free(c.reg);
                 } else {
                     char why[300];
                     codes[h] = evaluate(&c, &bases[b], allowed_diff(f), why, sizeof why);
                     cases++;
+                    free(c.img);
+                    free(c.reg);
                     const char *lim = codes[h] == 'X' ? limit_of(f, hows[h]) : NULL;
                     if (lim != NULL) {
                         codes[h] = 'L';
