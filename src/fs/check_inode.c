@@ -48,6 +48,8 @@ static const char *ck_xattr_why(const uint8_t *b, uint64_t ino)
         off += (UBJ_XATTR_REC_FIXED + p[1] + vlen + 3u) & ~(size_t)3u;
         if (off > n.used)
             return "record past the end";
+        if (memchr(p + UBJ_XATTR_REC_FIXED, 0, p[1]) != NULL)
+            return "bad record name";   /* a NUL: no name the API can give */
         if (prev && ck_xattr_cmp(prev, p) >= 0)
             return "records out of order";
         prev = p;

@@ -84,6 +84,7 @@ static const char *meta_kind_name(uint32_t magic)
     case UBJ_MAGIC_INODES: return "inode table";
     case UBJ_MAGIC_EXTENT: return "extent node";
     case UBJ_MAGIC_DIR: return "directory node";
+    case UBJ_MAGIC_XATTR: return "xattr block";
     default: return "metadata";
     }
 }

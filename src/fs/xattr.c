@@ -146,6 +146,8 @@ static int xattr_check(struct ubj_fs *fs, ubj_ino_t ino, uint64_t blk,
         off += xattr_rec_size(r.nlen, r.vlen);
         if (off > n->used)
             return xattr_corrupt(fs, ino, blk, "record past the end");
+        if (memchr(r.name, 0, r.nlen) != NULL)
+            return xattr_corrupt(fs, ino, blk, "bad record name");
         struct xattr_name x = { r.ns, r.nlen, (const char *)r.name };
         if (i > 0 && xattr_cmp(prev.ns, prev.name, prev.nlen, &x) >= 0)
             return xattr_corrupt(fs, ino, blk, "records out of order");

@@ -556,6 +556,42 @@ static int jr_scan_tx(struct jr_scan *c, uint64_t *pos, uint64_t seq)
     return 0;
 }
 
+/* jr_lookahead -- the log ended at pos, expecting transaction seq: with
+ * sync commit no valid commit block of seq (or a control block of a later
+ * one) can follow, since a commit block is written only after its
+ * transaction's blocks are durable; one that does means damaged log blocks
+ * (issue 22: a corrupt descriptor silently dropped the committed
+ * transactions behind it).  Blocks of older laps carry lower sequences
+ * and are passed over; the scan covers at most a transaction's worth of
+ * blocks (max_txn and its descriptors).  0, or the error of jr_corrupt
+ * (FORCE: noted, 0). */
+static int jr_lookahead(struct jr_scan *c, uint64_t pos, uint64_t seq, uint64_t max_txn)
+{
+    if (c->async || c->walked >= c->loglen)
+        return 0;
+    uint64_t limit = max_txn + max_txn / 254 + 3;
+    if (limit > c->loglen)
+        limit = c->loglen;
+    for (uint64_t i = 0, p = pos; i < limit; i++, p = jr_next(c->g, p)) {
+        int rc = ubj_bdev_read(c->g->dev, c->g->start + p, 1, c->blk);
+        if (rc < 0)
+            return 0;   /* the scan proper has read what it needed */
+        const struct ubj_jhdr *h = (const void *)c->blk;
+        if (!ubj_jblock_ok(c->g->seed, c->blk))
+            continue;
+        if (h->sequence < seq)
+            continue;   /* an older lap (or the torn block itself) */
+        if (h->sequence > seq || h->blocktype == UBJ_JB_COMMIT)
+            return jr_corrupt(c, "the log ends at log block %llu (transaction %llu), but a "
+                              "valid %s block of transaction %llu follows at %llu: log "
+                              "blocks damaged", (unsigned long long)pos,
+                              (unsigned long long)seq,
+                              h->blocktype == UBJ_JB_COMMIT ? "commit" : "control",
+                              (unsigned long long)h->sequence, (unsigned long long)p);
+    }
+    return 0;
+}
+
 /* jr_rep_cmp -- qsort order of the plan: by home block. */
 static int jr_rep_cmp(const void *a, const void *b)
 {
@@ -633,6 +669,8 @@ int ubj_journal_scan(const struct ubj_jgeom *g, const struct ubj_jsuper *js,
             break;
         }
     }
+    if (rc == 0)
+        rc = jr_lookahead(&c, pos, seq, js->max_txn);
     out->end_seq = seq;
     out->end_pos = pos;
     out->tags = c.ntags;

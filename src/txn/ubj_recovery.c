@@ -12,7 +12,9 @@
  *     0 < txid <= the region's commit record.  Its state, links and every
  *     other word may hold anything a crash left.
  *  2. Per block, the committed version with the highest txid wins; the
- *     others are superseded.
+ *     others are superseded.  A FROZEN tag beyond the record + 1 is a damaged
+ *     region (only the transaction after the record can have been frozen
+ *     when the power went).
  *  3. Every other non-zero tag (uncommitted, superseded) is cleared by
  *     mount before anything reuses the buffer.
  *  4. Nothing is replayed: the winners stay where they are, as FROZEN
@@ -79,6 +81,14 @@ static int scan_one(const struct ubj_bufdesc *desc, uint32_t i, uint64_t committ
     if (tag == 0)
         return 0;
     uint64_t txid = ubjm_ptag_txid(tag);
+    /* only the transaction after the record can have been frozen when the
+     * power went (commits are one at a time, and recovery clears its tags
+     * before the next one): a later tag means a damaged commit record
+     * (issue 22: zeroed, every commit was silently dropped) */
+    if ((tag & UBJM_PTAG_FROZEN) && txid > committed + 1)
+        return ubj_set_error(-EUCLEAN, "ubj: corrupt NVM region: buffer %u holds a tag of "
+                             "transaction %llu, beyond the commit record's %llu + 1", i,
+                             (unsigned long long)txid, (unsigned long long)committed);
     if (!(tag & UBJM_PTAG_FROZEN) || txid == 0 || txid > committed) {
         s->drop[s->ndrop++] = i;     /* never committed: a crashed commit */
         return 0;

@@ -108,11 +108,20 @@ UT_FN struct ubj_bdev *ut_ram_copy(struct ubj_bdev *src)
 }
 
 /* ut_check_pair -- ubj_check through the overlay of (dev, region); dev is
- * copied first (the overlay owns its lower device). */
+ * copied first (the overlay owns its lower device).  A region recovery
+ * finds corrupt (-EUCLEAN: what `fsck --nvm` reports as an operational
+ * error) gives UBJ_CHECK_OPERROR, so that a broken variant caught there
+ * counts as caught. */
 UT_FN int ut_check_pair(struct ubj_bdev *dev, const char *region, int *lines)
 {
     struct ubj_bdev *ov;
-    int rc = ubj_nvm_overlay_create(ut_ram_copy(dev), region, &ov);
+    struct ubj_bdev *copy = ut_ram_copy(dev);
+    int rc = ubj_nvm_overlay_create(copy, region, &ov);
+    if (rc == -EUCLEAN) {
+        fprintf(stderr, "  overlay: %s\n", ubj_errormsg());
+        ubj_bdev_destroy(copy);
+        return UBJ_CHECK_OPERROR;
+    }
     if (rc < 0)
         fail_msg("overlay: %d %s", rc, ubj_errormsg());
     rc = ubj_test_check(ov, 0, lines);
