@@ -110,7 +110,17 @@ int fs_meta_read_fresh(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
 int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
                         uint32_t magic, bool fresh, struct ubj_buf **out);
 int fs_meta_dirty(struct ubj_fs *fs, struct ubj_handle *h, struct ubj_buf *b);
-int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h); /* sb copy -> block 0 */
+/* fs_super_dirty -- copy fs->sb into block 0 and dirty it; `ev` (type,
+ * ino, a: its range from `field`, `flen` bytes of struct ubj_super) is
+ * the event describing what the caller changed; ev NULL: nothing but the
+ * summary fields (SUPER_SUMMARY over free counts and mount state). */
+int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h);
+int fs_super_dirty_ev(struct ubj_fs *fs, struct ubj_handle *h,
+                      const struct ubj_event *ev, size_t field, size_t flen);
+/* fs_event -- semantic event ev (src/txn/mode.h) for the `len` bytes at p
+ * in b->data: fills ev.blkno, off, len and calls ubj_txn_event. */
+int fs_event(struct ubj_handle *h, const struct ubj_buf *b, const void *p,
+             size_t len, struct ubj_event ev);
 /* fs_begin/fs_end: lock + error check / unlock for public entry points. */
 int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h);
 int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc);
