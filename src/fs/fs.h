@@ -178,6 +178,10 @@ int fs_iget_raw(struct ubj_fs *fs, ubj_ino_t ino, struct fs_iref *r);
 int fs_iwrite(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
 int fs_idirty(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
 void fs_iput(struct ubj_fs *fs, struct fs_iref *r);
+/* fs_ievent -- semantic event `type` (a) for the `len` bytes at `field`
+ * of r's inode, between fs_iwrite and fs_idirty. */
+int fs_ievent(struct ubj_handle *h, struct fs_iref *r, enum ubj_event_type type,
+              const void *field, size_t len, uint64_t a);
 void fs_inode_to_stat(const struct ubj_inode *ip, ubj_ino_t ino, struct ubj_stat *st);
 /* fs_inode_new -- allocate and initialise an inode (mode, cred, times now);
  * the caller links it somewhere.  Returns a write-accessed iref. */

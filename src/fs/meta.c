@@ -178,6 +178,13 @@ int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
         memset(b->data, 0, UBJ_BS);
         hdr->magic = magic;
         hdr->blkno = blkno;
+        /* NODE_INIT: a new tree node, written whole from here on (R1) */
+        rc = fs_event(h, b, b->data + sizeof *hdr, UBJ_BS - sizeof *hdr,
+                      (struct ubj_event){ .type = UBJ_EV_NODE_INIT, .a = magic });
+        if (rc < 0) {
+            ubj_cache_put(fs->cache, b);
+            return rc;
+        }
     }
     *out = b;
     return 0;
