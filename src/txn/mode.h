@@ -14,7 +14,9 @@
  *         ubj_txn_dirty(h, b, kind);
  *     ubj_txn_stop(h);
  *
- * and fsync/sync call ubj_txn_commit(t, UBJ_COMMIT_WAIT).  A mode is one
+ * and fsync/sync call ubj_txn_commit(t, UBJ_COMMIT_WAIT).  Between
+ * write_access and dirty the file system also says what it changed, one
+ * semantic event per change (ubj_txn_event; "Semantic events" below).  A mode is one
  * `const struct ubj_mode_ops`; src/txn/txn.c dispatches to it and is the
  * one place for tracing.  Modes: none (src/txn/none.c); later ubj,
  * ordered, journal, writeback.
