@@ -32,6 +32,11 @@
  * changed with fs_meta_write_begin / fs_meta_dirty; the checksum is filled
  * in lazily by the cache's seal callback right before the block is written
  * (or frozen / journaled by a mode).
+ *
+ * Events: every change to a metadata block is also described to the mode
+ * by a semantic event (src/txn/mode.h, "Semantic events") between the
+ * write access and the dirty, with the exact byte range (fs_event,
+ * fs_ievent); test builds check it (UBJ_CHECK_EVENTS=1).
  */
 #ifndef UBJ_FS_FS_H
 #define UBJ_FS_FS_H
