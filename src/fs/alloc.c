@@ -340,6 +340,20 @@ int fs_alloc_scan(struct ubj_fs *fs, bool exact)
 
 /* ---- allocation ------------------------------------------------------------ */
 
+/* alloc_event -- the event of bits [bit, bit + n) of bitmap block b
+ * changed (set: taken): BLOCK_ALLOC/FREE or INODE_ALLOC/FREE. */
+static int alloc_event(struct ubj_handle *h, const struct alloc_map *m,
+                       struct ubj_buf *b, uint32_t bit, uint32_t n, bool set)
+{
+    bool blocks = m->magic == UBJ_MAGIC_BBITMAP;
+    enum ubj_event_type type = blocks ? (set ? UBJ_EV_BLOCK_ALLOC : UBJ_EV_BLOCK_FREE)
+                                      : (set ? UBJ_EV_INODE_ALLOC : UBJ_EV_INODE_FREE);
+    uint32_t lo = bit / 8, hi = (bit + n - 1) / 8;
+    const uint8_t *bits = (const uint8_t *)alloc_words(b);
+    return fs_event(h, b, bits + lo, hi - lo + 1u,
+                    (struct ubj_event){ .type = type, .a = bit, .b = n });
+}
+
 /* alloc_take -- mark [bit, bit + n) of bitmap block i used. */
 static int alloc_take(struct ubj_fs *fs, struct ubj_handle *h,
                       const struct alloc_map *m, uint64_t i, struct ubj_buf *b,
@@ -351,7 +365,9 @@ static int alloc_take(struct ubj_fs *fs, struct ubj_handle *h,
         return rc;
     }
     alloc_mark(alloc_words(b), bit, n, 1);
-    rc = fs_meta_dirty(fs, h, b);
+    rc = alloc_event(h, m, b, bit, n, true);
+    if (rc == 0)
+        rc = fs_meta_dirty(fs, h, b);
     ubj_cache_put(fs->cache, b);
     if (rc < 0)
         return rc;
@@ -540,7 +556,9 @@ static int alloc_release(struct ubj_fs *fs, struct ubj_handle *h,
         else
             m->cnt[i] += n;
         alloc_mark(w, bit, n, 0);
-        rc = fs_meta_dirty(fs, h, b);
+        rc = alloc_event(h, m, b, bit, n, false);
+        if (rc == 0)
+            rc = fs_meta_dirty(fs, h, b);
         ubj_cache_put(fs->cache, b);
         if (rc < 0)
             return rc;

@@ -361,6 +361,29 @@ static int dir_touch(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *di
     return fs_idirty(fs, h, dir);
 }
 
+/* dir_ev -- event `type` over node b's counts and records up to byte
+ * `end` of the records (what an insert, delete or split rewrote); the
+ * leaf record `rec` (or NULL) gives the name. */
+static int dir_ev(struct ubj_handle *h, struct fs_iref *dir, struct ubj_buf *b,
+                  enum ubj_event_type type, unsigned end, const uint8_t *rec,
+                  uint64_t a)
+{
+    struct ubj_event ev = { .type = type, .ino = dir->ino, .a = a };
+    if (rec != NULL) {
+        ev.name = (const char *)rec + UBJ_DIR_LEAF_FIXED;
+        ev.namelen = rec[17];
+    }
+    uint8_t *from = b->data + offsetof(struct ubj_dir_node, nrec);
+    return fs_event(h, b, from, (size_t)(dir_recs(b) + end - from), ev);
+}
+
+/* dir_root_ev -- DIR_ROOT: the directory root in dir's inode changed. */
+static int dir_root_ev(struct ubj_handle *h, struct fs_iref *dir)
+{
+    return fs_ievent(h, dir, UBJ_EV_DIR_ROOT, &dir->ip->i_data.dir,
+                     offsetof(struct ubj_dir_root, nodes) + 8, dir->ip->i_data.dir.root);
+}
+
 /* dir_account -- apply node/entry deltas (and a new root) to the inode. */
 static int dir_account(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
                        int64_t dnodes, int64_t dentries, uint64_t root, unsigned depth)
@@ -376,7 +399,8 @@ static int dir_account(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *
     ip->blocks += (uint64_t)dnodes;
     ip->size = ip->i_data.dir.nodes * UBJ_BS;
     fs_touch(fs, ip, false, true, true);
-    return fs_idirty(fs, h, dir);
+    rc = dir_root_ev(h, dir);
+    return rc < 0 ? rc : fs_idirty(fs, h, dir);
 }
 
 /* dir_fresh -- start a new, empty node at `blk` (not read). */
@@ -456,6 +480,12 @@ static int dir_insert_at(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref
     memcpy(r + pos, rec, len);
     dir_node(b)->used = (uint16_t)(used + len);
     dir_node(b)->nrec++;
+    rc = dir_ev(h, dir, b, dir_node(b)->level ? UBJ_EV_DIR_SPLIT : UBJ_EV_DIRENT_ADD,
+                used + len, dir_node(b)->level ? NULL : rec, dir->ino);
+    if (rc < 0) {
+        ubj_cache_put(fs->cache, b);
+        return rc;
+    }
     return dir_done(fs, h, b);
 }
 
@@ -521,7 +551,13 @@ static int dir_split(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *di
     memset(r + s, 0, UBJ_DIR_SPACE - s);
     dir_node(b)->used = (uint16_t)s;
     dir_node(b)->nrec = (uint16_t)nleft;
-    int rc2 = dir_done(fs, h, b);
+    int rc2 = dir_ev(h, dir, b, UBJ_EV_DIR_SPLIT, UBJ_DIR_SPACE,
+                     level ? NULL : rec, nblk);
+    if (rc2 < 0) {
+        ubj_cache_put(fs->cache, b);
+        return rc2;
+    }
+    rc2 = dir_done(fs, h, b);
     return rc < 0 ? rc : rc2;
 }
 
@@ -622,7 +658,8 @@ int fs_dir_init(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir)
     ip->i_data.dir.nodes = 1;
     ip->blocks = 1;
     ip->size = UBJ_BS;
-    return fs_idirty(fs, h, dir);
+    rc = dir_root_ev(h, dir);
+    return rc < 0 ? rc : fs_idirty(fs, h, dir);
 }
 
 /* fs_dir_lookup -- find `name`: 0 and *ino, *type (DT_*); -ENOENT. */
@@ -713,6 +750,12 @@ static int dir_delete_at(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref
     dir_node(b)->nrec--;
     if (level > 0 && pos == 0 && dir_node(b)->nrec > 0)
         dir_put64(r, 0);      /* the next child now starts at the lower bound */
+    rc = dir_ev(h, dir, b, level ? UBJ_EV_DIR_MERGE : UBJ_EV_DIRENT_REMOVE, used,
+                NULL, dir->ino);
+    if (rc < 0) {
+        ubj_cache_put(fs->cache, b);
+        return rc;
+    }
     return dir_done(fs, h, b);
 }
 
@@ -826,6 +869,14 @@ int fs_dir_set(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
     uint8_t *r = dir_recs(b) + hit.path.pos[0];
     dir_put64(r + 8, ino);
     r[16] = (uint8_t)type;
+    rc = fs_event(h, b, r, dir_reclen((unsigned)len),
+                  (struct ubj_event){ .type = UBJ_EV_DIRENT_RENAME, .ino = dir->ino,
+                                      .a = ino, .b = type, .name = name,
+                                      .namelen = (uint32_t)len });
+    if (rc < 0) {
+        ubj_cache_put(fs->cache, b);
+        return rc;
+    }
     rc = dir_done(fs, h, b);
     if (rc < 0)
         return rc;
@@ -931,6 +982,8 @@ int fs_dir_destroy(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir)
         ip->i_data.dir.nodes -= (uint64_t)freed;
     }
     ip->blocks -= (uint64_t)freed;
-    rc2 = fs_idirty(fs, h, dir);
+    rc2 = dir_root_ev(h, dir);
+    if (rc2 == 0)
+        rc2 = fs_idirty(fs, h, dir);
     return rc < 0 ? rc : rc2;
 }

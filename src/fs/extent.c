@@ -310,11 +310,25 @@ static int ext_write(struct ubj_fs *fs, struct ubj_handle *h, struct ext_path *p
     return 0;
 }
 
-/* ext_dirty -- the node at level l was changed (the root: by fs_idirty). */
-static int ext_dirty(struct ubj_fs *fs, struct ubj_handle *h, struct ext_path *p,
-                     int l)
+/* ext_root_ev -- event `type` over the root in r's inode (i_data). */
+static int ext_root_ev(struct ubj_handle *h, struct fs_iref *r,
+                       enum ubj_event_type type, uint64_t a)
 {
-    return l == 0 ? 0 : fs_meta_dirty(fs, h, p->lv[l].b);
+    return fs_ievent(h, r, type, &r->ip->i_data.ext, sizeof r->ip->i_data.ext, a);
+}
+
+/* ext_dirty -- the node at level l was changed, as event `type` says
+ * (its header and entries); the root is dirtied by the caller's
+ * fs_idirty. */
+static int ext_dirty(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
+                     struct ext_path *p, int l, enum ubj_event_type type)
+{
+    if (l == 0)
+        return ext_root_ev(h, r, type, 0);
+    struct ubj_buf *b = p->lv[l].b;
+    int rc = fs_event(h, b, b->data + EXT_NODE_OFF, UBJ_BS - EXT_NODE_OFF,
+                      (struct ubj_event){ .type = type, .ino = r->ino });
+    return rc < 0 ? rc : fs_meta_dirty(fs, h, b);
 }
 
 /* ext_sub_blocks -- ip->blocks -= n (never below 0 on a corrupt count). */
@@ -343,7 +357,7 @@ static int ext_lower_keys(struct ubj_fs *fs, struct ubj_handle *h,
         if (rc < 0)
             return rc;
         ext_ents(r, p, l)[p->lv[l].idx].i.lblk = lblk;
-        rc = ext_dirty(fs, h, p, l);
+        rc = ext_dirty(fs, h, r, p, l, UBJ_EV_EXT_MAP);
         if (rc < 0)
             return rc;
     }
@@ -373,7 +387,7 @@ static int ext_try_merge(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref
         v[i + 1].e.pblk = ne->pblk;
         v[i + 1].e.len += ext_len(ne);
     }
-    rc = ext_dirty(fs, h, p, d);
+    rc = ext_dirty(fs, h, r, p, d, UBJ_EV_EXT_MAP);
     return rc < 0 ? rc : 1;
 }
 
@@ -428,6 +442,11 @@ static int ext_grow(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
     rh->entries = 1;
     rh->depth++;
     r->ip->blocks++;
+    rc = ext_root_ev(h, r, UBJ_EV_EXT_ROOT_OUT, blk);
+    if (rc < 0) {
+        ubj_cache_put(fs->cache, b);
+        return rc;
+    }
     memmove(&p->lv[1], &p->lv[0], (size_t)(p->depth + 1) * sizeof p->lv[0]);
     p->lv[1].b = b;
     p->lv[1].blk = blk;
@@ -473,7 +492,7 @@ static int ext_split(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
     rc = fs_meta_dirty(fs, h, b);
     ubj_cache_put(fs->cache, b);
     if (rc == 0)
-        rc = ext_dirty(fs, h, p, l);
+        rc = ext_dirty(fs, h, r, p, l, UBJ_EV_EXT_SPLIT);
     return rc;
 }
 
@@ -541,7 +560,7 @@ static int ext_insert(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r
     if (rc < 0)
         goto fail;
     ext_put_entry(ext_hdr(r, p, k), ext_ents(r, p, k), (unsigned)(p->lv[k].idx + 1), &x);
-    return ext_dirty(fs, h, p, k);
+    return ext_dirty(fs, h, r, p, k, k == p->depth ? UBJ_EV_EXT_MAP : UBJ_EV_EXT_SPLIT);
 fail:
     for (unsigned i = used; i < need; i++)
         fs_bfree(fs, h, blks[i], 1);
@@ -591,7 +610,7 @@ static int ext_convert_merge(struct ubj_fs *fs, struct ubj_handle *h,
     } else {
         v[i].e.len = (ext_len(&e) - n) | UBJ_EXT_UNWRITTEN;
     }
-    rc = ext_dirty(fs, h, p, d);
+    rc = ext_dirty(fs, h, r, p, d, UBJ_EV_EXT_MAP);
     return rc < 0 ? rc : 1;
 }
 
@@ -622,7 +641,7 @@ static int ext_convert(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *
         cur->len = (lblk - e.lblk) | UBJ_EXT_UNWRITTEN;
     else
         *cur = w;
-    rc = ext_dirty(fs, h, p, d);
+    rc = ext_dirty(fs, h, r, p, d, UBJ_EV_EXT_MAP);
     ext_path_put(fs, p);
     if (rc < 0)
         return rc;
@@ -743,7 +762,7 @@ static int ext_trunc_leaf(struct ubj_fs *fs, struct ubj_handle *h,
         else
             e->len -= (uint32_t)cnt;
     }
-    int rc2 = ext_dirty(fs, h, p, l);
+    int rc2 = ext_dirty(fs, h, r, p, l, UBJ_EV_EXT_UNMAP);
     return rc < 0 ? rc : rc2;
 }
 
@@ -787,7 +806,7 @@ static int ext_trunc_node(struct ubj_fs *fs, struct ubj_handle *h,
         hi = key;
     }
     if (writable) {
-        int rc2 = ext_dirty(fs, h, p, l);
+        int rc2 = ext_dirty(fs, h, r, p, l, UBJ_EV_EXT_UNMAP);
         if (rc == 0)
             rc = rc2;
     }
@@ -827,8 +846,11 @@ static int ext_collapse(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref 
         memcpy(rv, all, total * sizeof *rv);
         rh->entries = (uint16_t)total;
         rh->depth--;
+        int rc = ext_root_ev(h, r, UBJ_EV_EXT_ROOT_IN, nk ? kids[0] : 0);   /* R3 */
+        if (rc < 0)
+            return rc;
         for (unsigned i = 0; i < nk; i++) {
-            int rc = fs_bfree(fs, h, kids[i], 1);
+            rc = fs_bfree(fs, h, kids[i], 1);
             if (rc < 0)
                 return rc;
             ext_sub_blocks(r, 1);
@@ -857,8 +879,11 @@ int fs_ext_truncate(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
         return rc;
     struct ext_path p = { .depth = r->ip->i_data.ext.hdr.depth };
     rc = ext_trunc_node(fs, h, r, &p, 0, lblk, EXT_END);
-    if (r->ip->i_data.ext.hdr.entries == 0)
+    if (r->ip->i_data.ext.hdr.entries == 0) {
         r->ip->i_data.ext.hdr.depth = 0;
+        if (rc == 0)
+            rc = ext_root_ev(h, r, UBJ_EV_EXT_UNMAP, lblk);
+    }
     if (rc == 0)
         rc = ext_collapse(fs, h, r);
     int rc2 = fs_idirty(fs, h, r);

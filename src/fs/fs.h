@@ -32,6 +32,11 @@
  * changed with fs_meta_write_begin / fs_meta_dirty; the checksum is filled
  * in lazily by the cache's seal callback right before the block is written
  * (or frozen / journaled by a mode).
+ *
+ * Events: every change to a metadata block is also described to the mode
+ * by a semantic event (src/txn/mode.h, "Semantic events") between the
+ * write access and the dirty, with the exact byte range (fs_event,
+ * fs_ievent); test builds check it (UBJ_CHECK_EVENTS=1).
  */
 #ifndef UBJ_FS_FS_H
 #define UBJ_FS_FS_H
@@ -110,7 +115,17 @@ int fs_meta_read_fresh(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
 int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
                         uint32_t magic, bool fresh, struct ubj_buf **out);
 int fs_meta_dirty(struct ubj_fs *fs, struct ubj_handle *h, struct ubj_buf *b);
-int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h); /* sb copy -> block 0 */
+/* fs_super_dirty -- copy fs->sb into block 0 and dirty it; `ev` (type,
+ * ino, a: its range from `field`, `flen` bytes of struct ubj_super) is
+ * the event describing what the caller changed; ev NULL: nothing but the
+ * summary fields (SUPER_SUMMARY over free counts and mount state). */
+int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h);
+int fs_super_dirty_ev(struct ubj_fs *fs, struct ubj_handle *h,
+                      const struct ubj_event *ev, size_t field, size_t flen);
+/* fs_event -- semantic event ev (src/txn/mode.h) for the `len` bytes at p
+ * in b->data: fills ev.blkno, off, len and calls ubj_txn_event. */
+int fs_event(struct ubj_handle *h, const struct ubj_buf *b, const void *p,
+             size_t len, struct ubj_event ev);
 /* fs_begin/fs_end: lock + error check / unlock for public entry points. */
 int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h);
 int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc);
@@ -168,6 +183,10 @@ int fs_iget_raw(struct ubj_fs *fs, ubj_ino_t ino, struct fs_iref *r);
 int fs_iwrite(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
 int fs_idirty(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r);
 void fs_iput(struct ubj_fs *fs, struct fs_iref *r);
+/* fs_ievent -- semantic event `type` (a) for the `len` bytes at `field`
+ * of r's inode, between fs_iwrite and fs_idirty. */
+int fs_ievent(struct ubj_handle *h, struct fs_iref *r, enum ubj_event_type type,
+              const void *field, size_t len, uint64_t a);
 void fs_inode_to_stat(const struct ubj_inode *ip, ubj_ino_t ino, struct ubj_stat *st);
 /* fs_inode_new -- allocate and initialise an inode (mode, cred, times now);
  * the caller links it somewhere.  Returns a write-accessed iref. */

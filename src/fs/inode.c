@@ -91,10 +91,32 @@ int fs_iwrite(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r)
     return 0;
 }
 
-/* fs_idirty -- the inode was changed. */
+/* fs_ievent -- event `type` for the `len` bytes at `field` of r's inode
+ * (a: the event's a). */
+int fs_ievent(struct ubj_handle *h, struct fs_iref *r, enum ubj_event_type type,
+              const void *field, size_t len, uint64_t a)
+{
+    return fs_event(h, r->b, field, len,
+                    (struct ubj_event){ .type = type, .ino = r->ino, .a = a });
+}
+
+/* fs_idirty -- the inode was changed: its attributes (INODE_ATTR: every
+ * caller of fs_touch, setattr, size and block counts; the fields with an
+ * event of their own -- nlink, xattr_blk, orphan_next, i_data -- are
+ * named by their callers), then dirty. */
 int fs_idirty(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r)
 {
-    return fs_meta_dirty(fs, h, r->b);
+    static const size_t span[][2] = {
+        { offsetof(struct ubj_inode, mode), offsetof(struct ubj_inode, nlink) },
+        { offsetof(struct ubj_inode, size), offsetof(struct ubj_inode, xattr_blk) },
+        { offsetof(struct ubj_inode, parent), offsetof(struct ubj_inode, reserved) },
+    };
+    int rc = 0;
+    if (h->t->check || h->t->ops->event)   /* events wanted */
+        for (size_t i = 0; i < 3 && rc == 0; i++)
+            rc = fs_ievent(h, r, UBJ_EV_INODE_ATTR, (uint8_t *)r->ip + span[i][0],
+                           span[i][1] - span[i][0], 0);
+    return rc < 0 ? rc : fs_meta_dirty(fs, h, r->b);
 }
 
 /* fs_iput -- drop the reference. */
@@ -256,7 +278,9 @@ int fs_inode_new(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent_hint,
                              (unsigned long long)ino);
     }
     inode_init(fs, r->ip, mode, cred, sgid, pgid);
-    rc = fs_idirty(fs, h, r);
+    rc = fs_ievent(h, r, UBJ_EV_INODE_INIT, r->ip, sizeof *r->ip, 0);
+    if (rc == 0)
+        rc = fs_idirty(fs, h, r);
     if (rc < 0)
         fs_iput(fs, r);
     return rc;
@@ -296,7 +320,9 @@ int fs_inode_destroy(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino)
         rc = fs_iwrite(fs, h, &r);
     if (rc == 0) {
         memset(r.ip, 0, sizeof *r.ip);
-        rc = fs_idirty(fs, h, &r);
+        rc = fs_ievent(h, &r, UBJ_EV_INODE_CLEAR, r.ip, sizeof *r.ip, 0);
+        if (rc == 0)
+            rc = fs_idirty(fs, h, &r);
     }
     fs_iput(fs, &r);
     if (rc == 0)
@@ -322,7 +348,9 @@ int fs_inode_drop_link(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *
     if (S_ISDIR(ip->mode) && ip->nlink == 1)
         ip->nlink = 0;       /* its "." goes with its name */
     fs_touch(fs, ip, false, false, true);
-    rc = fs_idirty(fs, h, r);
+    rc = fs_ievent(h, r, UBJ_EV_LINK_COUNT, &ip->nlink, sizeof ip->nlink, ip->nlink);
+    if (rc == 0)
+        rc = fs_idirty(fs, h, r);
     if (rc < 0 || ip->nlink > 0)
         return rc;
     if (fs_open_count(fs, r->ino) > 0)
@@ -388,6 +416,16 @@ uint32_t fs_open_count(struct ubj_fs *fs, ubj_ino_t ino)
 
 /* ---- orphan list ----------------------------------------------------------- */
 
+/* inode_orphan_head -- the superblock with its new orphan_head (event
+ * `type` for inode ino). */
+static int inode_orphan_head(struct ubj_fs *fs, struct ubj_handle *h,
+                             enum ubj_event_type type, ubj_ino_t ino)
+{
+    struct ubj_event ev = { .type = type, .ino = ino, .a = fs->sb.orphan_head };
+    return fs_super_dirty_ev(fs, h, &ev, offsetof(struct ubj_super, orphan_head),
+                             sizeof fs->sb.orphan_head);
+}
+
 /* fs_orphan_add -- push an unlinked, still-open inode on the list. */
 int fs_orphan_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r)
 {
@@ -397,11 +435,14 @@ int fs_orphan_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r)
     if (rc < 0)
         return rc;
     r->ip->orphan_next = fs->sb.orphan_head;
-    rc = fs_idirty(fs, h, r);
+    rc = fs_ievent(h, r, UBJ_EV_ORPHAN_LINK, &r->ip->orphan_next,
+                   sizeof r->ip->orphan_next, r->ip->orphan_next);
+    if (rc == 0)
+        rc = fs_idirty(fs, h, r);
     if (rc < 0)
         return rc;
     fs->sb.orphan_head = r->ino;
-    return fs_super_dirty(fs, h);
+    return inode_orphan_head(fs, h, UBJ_EV_ORPHAN_LINK, r->ino);
 }
 
 /* inode_orphan_bad -- a broken orphan list. */
@@ -411,6 +452,19 @@ static int inode_orphan_bad(struct ubj_fs *fs, ubj_ino_t ino, const char *why)
         fs->error = -EUCLEAN;
     return ubj_set_error(-EUCLEAN, "orphan list: inode %llu %s",
                          (unsigned long long)ino, why);
+}
+
+/* inode_orphan_clear -- r leaves the list: its orphan_next = 0. */
+static int inode_orphan_clear(struct ubj_fs *fs, struct ubj_handle *h,
+                              struct fs_iref *r)
+{
+    int rc = fs_iwrite(fs, h, r);
+    if (rc == 0) {
+        r->ip->orphan_next = 0;
+        rc = fs_ievent(h, r, UBJ_EV_ORPHAN_UNLINK, &r->ip->orphan_next,
+                       sizeof r->ip->orphan_next, 0);
+    }
+    return rc == 0 ? fs_idirty(fs, h, r) : rc;
 }
 
 /* inode_orphan_unhead -- remove the list's first inode. */
@@ -426,16 +480,12 @@ static int inode_orphan_unhead(struct ubj_fs *fs, struct ubj_handle *h,
         fs_iput(fs, &r);
         return inode_orphan_bad(fs, ino, "links out of range");
     }
-    rc = fs_iwrite(fs, h, &r);
-    if (rc == 0) {
-        r.ip->orphan_next = 0;
-        rc = fs_idirty(fs, h, &r);
-    }
+    rc = inode_orphan_clear(fs, h, &r);
     fs_iput(fs, &r);
     if (rc < 0)
         return rc;
     fs->sb.orphan_head = next;
-    return fs_super_dirty(fs, h);
+    return inode_orphan_head(fs, h, UBJ_EV_ORPHAN_UNLINK, ino);
 }
 
 /* inode_orphan_unlink -- remove `ino` after `prev` (prev.next == ino). */
@@ -447,18 +497,17 @@ static int inode_orphan_unlink(struct ubj_fs *fs, struct ubj_handle *h,
     if (rc < 0)
         return rc;
     uint64_t next = r.ip->orphan_next;
-    rc = fs_iwrite(fs, h, &r);
-    if (rc == 0) {
-        r.ip->orphan_next = 0;
-        rc = fs_idirty(fs, h, &r);
-    }
+    rc = inode_orphan_clear(fs, h, &r);
     fs_iput(fs, &r);
     if (rc == 0)
         rc = fs_iwrite(fs, h, prev);
     if (rc == 0) {
         prev->ip->orphan_next = next;
-        rc = fs_idirty(fs, h, prev);
+        rc = fs_ievent(h, prev, UBJ_EV_ORPHAN_UNLINK, &prev->ip->orphan_next,
+                       sizeof prev->ip->orphan_next, ino);
     }
+    if (rc == 0)
+        rc = fs_idirty(fs, h, prev);
     return rc;
 }
 

@@ -179,6 +179,13 @@ int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
         memset(b->data, 0, UBJ_BS);
         hdr->magic = magic;
         hdr->blkno = blkno;
+        /* NODE_INIT: a new tree node, written whole from here on (R1) */
+        rc = fs_event(h, b, b->data + sizeof *hdr, UBJ_BS - sizeof *hdr,
+                      (struct ubj_event){ .type = UBJ_EV_NODE_INIT, .a = magic });
+        if (rc < 0) {
+            ubj_cache_put(fs->cache, b);
+            return rc;
+        }
     }
     *out = b;
     return 0;
@@ -191,8 +198,40 @@ int fs_meta_dirty(struct ubj_fs *fs, struct ubj_handle *h, struct ubj_buf *b)
     return ubj_txn_dirty(h, b, UBJ_KIND_META);
 }
 
-/* fs_super_dirty -- copy fs->sb into block 0's buffer and dirty it. */
-int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h)
+/* fs_event -- an event for the bytes [p, p+len) of b. */
+int fs_event(struct ubj_handle *h, const struct ubj_buf *b, const void *p,
+             size_t len, struct ubj_event ev)
+{
+    ev.blkno = b->d->blkno;
+    ev.off = (uint32_t)((const uint8_t *)p - b->data);
+    ev.len = (uint32_t)len;
+    return ubj_txn_event(h, &ev);
+}
+
+/* super_summary -- SUPER_SUMMARY over the fields of block 0 that differ
+ * from fs->sb among the summary ones (free counts, mount state): the
+ * counts and state super.c and alloc.c keep in memory. */
+static int super_summary(struct ubj_handle *h, const struct ubj_buf *b,
+                         const struct ubj_super *sb)
+{
+    static const size_t span[][2] = {
+        { offsetof(struct ubj_super, free_blocks), offsetof(struct ubj_super, root_ino) },
+        { offsetof(struct ubj_super, mode), offsetof(struct ubj_super, reserved) },
+    };
+    int rc = 0;
+    for (size_t i = 0; i < 2 && rc == 0; i++) {
+        size_t off = span[i][0], len = span[i][1] - span[i][0];
+        if (memcmp(b->data + off, (const uint8_t *)sb + off, len) != 0)
+            rc = fs_event(h, b, b->data + off, len,
+                          (struct ubj_event){ .type = UBJ_EV_SUPER_SUMMARY });
+    }
+    return rc;
+}
+
+/* fs_super_dirty_ev -- copy fs->sb into block 0's buffer, the caller's
+ * event and the summary's, and dirty it. */
+int fs_super_dirty_ev(struct ubj_fs *fs, struct ubj_handle *h,
+                      const struct ubj_event *ev, size_t field, size_t flen)
 {
     struct ubj_buf *b;
     int rc = fs_meta_write_begin(fs, h, 0, UBJ_MAGIC_SUPER, false, &b);
@@ -200,11 +239,22 @@ int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h)
         return rc;
     fs->sb.hdr.magic = UBJ_MAGIC_SUPER;
     fs->sb.hdr.blkno = 0;
+    if (h->t->check || h->t->ops->event)   /* events wanted: name the change */
+        rc = super_summary(h, b, &fs->sb);
     /* the reserved tail never changes in memory: copy the fields only */
     memcpy(b->data, &fs->sb, offsetof(struct ubj_super, reserved));
-    rc = fs_meta_dirty(fs, h, b);
+    if (rc == 0 && ev != NULL)
+        rc = fs_event(h, b, b->data + field, flen, *ev);
+    if (rc == 0)
+        rc = fs_meta_dirty(fs, h, b);
     ubj_cache_put(fs->cache, b);
     return rc;
+}
+
+/* fs_super_dirty -- copy fs->sb into block 0's buffer and dirty it. */
+int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h)
+{
+    return fs_super_dirty_ev(fs, h, NULL, 0, 0);
 }
 
 /* ---- entry and exit of every public operation ------------------------- */

@@ -148,6 +148,14 @@ static int namei_exists(struct ubj_fs *fs, struct fs_iref *d, const char *name,
     return rc < 0 ? rc : 1;
 }
 
+/* namei_nlink_done -- LINK_COUNT for r's new nlink, then fs_idirty. */
+static int namei_nlink_done(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r)
+{
+    int rc = fs_ievent(h, r, UBJ_EV_LINK_COUNT, &r->ip->nlink, sizeof r->ip->nlink,
+                       r->ip->nlink);
+    return rc < 0 ? rc : fs_idirty(fs, h, r);
+}
+
 /* namei_nlink_add -- add `delta` to an inode's link count (and ctime). */
 static int namei_nlink_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
                            int delta)
@@ -159,7 +167,7 @@ static int namei_nlink_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_ir
         return rc;
     r->ip->nlink = (uint32_t)((int64_t)r->ip->nlink + delta);
     fs_touch(fs, r->ip, false, false, true);
-    return fs_idirty(fs, h, r);
+    return namei_nlink_done(fs, h, r);
 }
 
 /* namei_ctime -- ctime of an inode to now (it was renamed). */
@@ -192,7 +200,7 @@ static int namei_drop_dir(struct ubj_fs *fs, struct ubj_handle *h, struct fs_ire
     if (rc < 0)
         return rc;
     r->ip->nlink = 1;
-    rc = fs_idirty(fs, h, r);
+    rc = namei_nlink_done(fs, h, r);
     if (rc < 0)
         return rc;
     return fs_inode_drop_link(fs, h, r);
@@ -208,6 +216,15 @@ static int namei_drop(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r
 
 /* ---- symlink targets ------------------------------------------------------ */
 
+/* namei_symlink_done -- a new symlink's inode completed (its target or
+ * empty extent root in i_data): INODE_INIT again, then fs_idirty. */
+static int namei_symlink_done(struct ubj_fs *fs, struct ubj_handle *h,
+                              struct fs_iref *c)
+{
+    int rc = fs_ievent(h, c, UBJ_EV_INODE_INIT, c->ip, sizeof *c->ip, 0);
+    return rc < 0 ? rc : fs_idirty(fs, h, c);
+}
+
 /* namei_symlink_store -- write a new symlink's target into its inode. */
 static int namei_symlink_store(struct ubj_fs *fs, struct ubj_handle *h,
                                struct fs_iref *c, const char *target, size_t tlen)
@@ -220,10 +237,10 @@ static int namei_symlink_store(struct ubj_fs *fs, struct ubj_handle *h,
     if (tlen <= UBJ_SYMLINK_INLINE_MAX) {
         c->ip->flags &= ~UBJ_IFL_EXTTREE;
         memcpy(c->ip->i_data.symlink, target, tlen);
-        return fs_idirty(fs, h, c);
+        return namei_symlink_done(fs, h, c);
     }
     fs_ext_init(c->ip);
-    rc = fs_idirty(fs, h, c);
+    rc = namei_symlink_done(fs, h, c);
     if (rc < 0)
         return rc;
 
@@ -329,7 +346,7 @@ static int namei_init_new(struct ubj_fs *fs, struct ubj_handle *h, struct fs_ire
         c->ip->nlink = 2;
         c->ip->parent = d->ino;
     }
-    rc = fs_idirty(fs, h, c);
+    rc = namei_nlink_done(fs, h, c);
     if (rc == 0 && S_ISDIR(nn->mode))
         rc = fs_dir_init(fs, h, c);
     if (rc == 0 && S_ISLNK(nn->mode))

@@ -270,6 +270,13 @@ static int xattr_rebuild(const struct ubj_buf *b, const struct xattr_name *x,
 
 /* ---- writing ------------------------------------------------------------ */
 
+/* xattr_blk_ev -- XATTR: the inode's xattr_blk was set or cleared. */
+static int xattr_blk_ev(struct ubj_handle *h, struct fs_iref *r)
+{
+    return fs_ievent(h, r, UBJ_EV_XATTR, &r->ip->xattr_blk, sizeof r->ip->xattr_blk,
+                     r->ip->xattr_blk);
+}
+
 /* xattr_store -- write nb into the inode's node (allocating one if
  * needed) and record it in the inode; ctime. */
 static int xattr_store(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
@@ -295,7 +302,10 @@ static int xattr_store(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *
         memcpy(b->data + UBJ_XATTR_REC_OFF, nb->area, nb->used);
         memset(b->data + UBJ_XATTR_REC_OFF + nb->used, 0,
                UBJ_XATTR_SPACE - nb->used);
-        rc = fs_meta_dirty(fs, h, b);
+        rc = fs_event(h, b, &n->owner, UBJ_BS - offsetof(struct ubj_xattr_node, owner),
+                      (struct ubj_event){ .type = UBJ_EV_XATTR, .ino = r->ino });
+        if (rc == 0)
+            rc = fs_meta_dirty(fs, h, b);
         ubj_cache_put(fs->cache, b);
     }
     if (rc == 0)
@@ -308,6 +318,9 @@ static int xattr_store(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *
     if (fresh) {
         r->ip->xattr_blk = blk;
         r->ip->blocks++;
+        rc = xattr_blk_ev(h, r);   /* R1: after the node's NODE_INIT */
+        if (rc < 0)
+            return rc;
     }
     fs_touch(fs, r->ip, false, false, true);
     return fs_idirty(fs, h, r);
@@ -326,7 +339,9 @@ int fs_xattr_free(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r)
         return rc;
     r->ip->xattr_blk = 0;
     r->ip->blocks = r->ip->blocks > 0 ? r->ip->blocks - 1 : 0;
-    rc = fs_idirty(fs, h, r);
+    rc = xattr_blk_ev(h, r);      /* R2: before the block's BLOCK_FREE */
+    if (rc == 0)
+        rc = fs_idirty(fs, h, r);
     if (rc == 0)
         rc = fs_bfree(fs, h, blk, 1);
     return rc;

@@ -5,7 +5,10 @@
  * -DUBJ_TRACE_TXN to log every call and its result to stderr) and for
  * argument assertions.
  *
- * Owns: t's common fields (ops, cache, dev, txid, stats, img) at mount,
+ * Owns: t's common fields (ops, cache, dev, txid, stats, img, check) at
+ * mount, the semantic events' dispatch (ubj_txn_event) and the event
+ * checker's place beside every call (src/txn/evcheck.c: test builds,
+ * UBJ_CHECK_EVENTS=1; it only reads, the mode gets every call unchanged),
  * and the verbs of format and mount (ubj_txn_format_*, check_last,
  * prepare, record, error, release): what the file system asks of
  * whichever mode it runs, never naming one.  The modes themselves are
@@ -24,6 +27,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include "txn/evcheck.h"   /* the event checker (test builds) */
 #include "txn/journal.h"   /* the format area: the journal's */
 #include "txn/mode.h"
 #include "txn/registry.h"
@@ -190,6 +194,8 @@ int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
                            .arg = t->arg, .img = t->img, .lock = t->lock };
     int rc = ops->mount(t);
     TXN_TRACE(t, "mount", 0, rc);
+    if (rc == 0)
+        t->check = ubj_evcheck_open();
     return rc;
 }
 
@@ -199,6 +205,8 @@ int ubj_txn_unmount(struct ubj_txn *t)
     assert(t != NULL && t->ops != NULL);
     int rc = t->ops->unmount(t);
     TXN_TRACE(t, "unmount", 0, rc);
+    ubj_evcheck_close(t->check);
+    t->check = NULL;
     return rc;
 }
 
@@ -218,6 +226,8 @@ int ubj_txn_write_access(struct ubj_handle *h, struct ubj_buf **b)
     assert(h != NULL && h->t != NULL && b != NULL && *b != NULL);
     int rc = h->t->ops->write_access(h, b);
     assert(rc < 0 || *b != NULL);
+    if (rc == 0 && h->t->check)
+        ubj_evcheck_access(h->t->check, h, *b);
     TXN_TRACE(h->t, "write_access", (*b)->d->blkno, rc);
     return rc;
 }
@@ -227,6 +237,8 @@ int ubj_txn_dirty(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind kin
 {
     assert(h != NULL && h->t != NULL && b != NULL);
     assert(kind == UBJ_KIND_DATA || kind == UBJ_KIND_META);
+    if (h->t->check)
+        ubj_evcheck_dirty(h->t->check, h, b, kind);
     int rc = h->t->ops->dirty(h, b, kind);
     TXN_TRACE(h->t, kind == UBJ_KIND_META ? "dirty_meta" : "dirty_data",
               b->d->blkno, rc);
@@ -237,6 +249,8 @@ int ubj_txn_dirty(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind kin
 int ubj_txn_forget(struct ubj_handle *h, uint64_t blkno)
 {
     assert(h != NULL && h->t != NULL);
+    if (h->t->check)
+        ubj_evcheck_forget(h->t->check, h, blkno);
     int rc = h->t->ops->forget(h, blkno);
     TXN_TRACE(h->t, "forget", blkno, rc);
     return rc;
@@ -247,6 +261,8 @@ int ubj_txn_stop(struct ubj_handle *h)
 {
     assert(h != NULL && h->t != NULL);
     struct ubj_txn *t = h->t;
+    if (t->check)
+        ubj_evcheck_stop(t->check, h);
     int rc = t->ops->stop(h);
     TXN_TRACE(t, "stop", 0, rc);
     return rc;
@@ -276,5 +292,20 @@ int ubj_txn_reclaim(struct ubj_txn *t)
     assert(t != NULL && t->ops != NULL);
     int rc = t->ops->reclaim(t);
     TXN_TRACE(t, "reclaim", 0, rc);
+    return rc;
+}
+
+/* ubj_txn_event -- a semantic event: the checker, then the mode's op. */
+int ubj_txn_event(struct ubj_handle *h, const struct ubj_event *ev)
+{
+    assert(h != NULL && h->t != NULL && ev != NULL);
+    assert((unsigned)ev->type < UBJ_EV_COUNT);
+    struct ubj_txn *t = h->t;
+    if (ubj_evcheck_drop(ev->type))   /* UBJ_TEST_DROP_EVENT: test builds */
+        return 0;
+    if (t->check)
+        ubj_evcheck_event(t->check, h, ev);
+    int rc = t->ops->event ? t->ops->event(h, ev) : 0;
+    TXN_TRACE(t, ubj_event_name(ev->type), ev->blkno, rc);
     return rc;
 }
