@@ -24,6 +24,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* What a mode needs besides the image's blocks. */
 enum ubj_mode_need {
     UBJ_MODE_NEEDS_NOTHING = 0,   /* the image alone */
@@ -116,5 +120,9 @@ enum ubj_mode_order {
  */
 size_t ubj_mode_list(unsigned flags, enum ubj_mode_order order,
                      const struct ubj_mode_info **v, size_t max);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* UBJFS_MODE_H */

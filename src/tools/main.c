@@ -111,6 +111,15 @@ static const char *main_base(const char *a0)
 }
 
 /* main -- dispatch on the program name, then on the first argument. */
+/* main_has_o -- whether the arguments after the first two hold -o. */
+static bool main_has_o(int argc, char **argv)
+{
+    for (int i = 3; i < argc; i++)
+        if (strncmp(argv[i], "-o", 2) == 0)
+            return true;
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     const char *base = main_base(argc > 0 ? argv[0] : "ubjfs");
@@ -132,7 +141,10 @@ int main(int argc, char **argv)
         cmd = "version";
     const struct tools_cmd *c = main_find(cmd);
     struct stat st;
-    if (c == NULL && argc >= 3 && cmd[0] != '-' && stat(cmd, &st) == 0)
+    /* mount.fuse3's form, `ubjfs IMAGE DIR [-o OPTS]`: an existing file, a
+     * path, or -o given -- so a missing image gets the mount's error */
+    if (c == NULL && argc >= 3 && cmd[0] != '-' &&
+        (stat(cmd, &st) == 0 || strchr(cmd, '/') != NULL || main_has_o(argc, argv)))
         return tools_mount_helper_main(argc, argv);
     if (c == NULL)
         return tools_usage_err("unknown command '%s'", argv[1]);

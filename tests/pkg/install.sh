@@ -90,6 +90,10 @@ if command -v c++ >/dev/null; then
 else
   skip_part "the headers from C++ (no c++)"
 fi
+# a C++ caller links only through extern "C" (-fsyntax-only cannot see it)
+for h in "$st$prefix"/include/ubjfs/*.h; do
+  grep -q 'extern "C"' "$h" || fail "$h: no extern \"C\" block: C++ callers cannot link"
+done
 for m in "$st$prefix"/share/man/man8/*.8; do
   [ "$man_on" = 1 ] || break
   groff -man -Tutf8 -ww -z "$m" 2>"$tmp/groff" || fail "$m: groff failed"

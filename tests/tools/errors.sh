@@ -2,7 +2,7 @@
 # `inspect` on a zeroed block 0, a truncated image and randomly corrupted
 # superblocks; `fsck` exit codes (0 clean, 8 on a non-image or missing
 # file, 16 usage) and the fsck.ubjfs name; ls/cat/stat/cp on an image
-# that does not mount.
+# that does not mount; the mount helper form with a missing image.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
 . "$(dirname "$0")/../common/lib.sh" errors
 # one_line PREFIX -- stderr is exactly one line starting with PREFIX
@@ -42,6 +42,16 @@ if [ -x "$alias_bin" ]; then
 else
   fail "no fsck.ubjfs next to $UBJ_TOOL"
 fi
+
+# --- the mount helper form (mount.fuse3's `ubjfs IMAGE DIR -o OPTS`): a
+# missing image gets the mount's error, not "unknown command" --------------
+mkdir -p "$tmp/mnt"
+run 1 "$UBJ_TOOL" "$tmp/no-such.img" "$tmp/mnt"
+one_line "ubjfs mount: $tmp/no-such.img: No such file or directory"
+run 1 "$UBJ_TOOL" no-such.img "$tmp/mnt" -o rw
+one_line "ubjfs mount: no-such.img: No such file or directory"
+run 2 "$UBJ_TOOL" frobnicate "$tmp/mnt"                # a mistyped command
+grep -q "unknown command 'frobnicate'" "$tmp/err" || fail "mistyped command: $(cat "$tmp/err")"
 
 # --- inspect: a zeroed superblock -------------------------------------------
 z=$tmp/zeroed.img
