@@ -53,7 +53,7 @@ static void main_list(FILE *f)
                "Images are host files or block devices; a path inside an image\n"
                "is written IMAGE:/path.\n\nCommands:\n");
     for (size_t i = 0; i < MAIN_NCMDS; i++)
-        fprintf(f, "  %-8s %s\n", main_cmds[i].name, main_cmds[i].summary);
+        fprintf(f, "  %-9s  %s\n", main_cmds[i].name, main_cmds[i].summary);
     fprintf(f, "\nRun 'ubjfs COMMAND --help' for a command's options.\n"
                "Also installed as mkfs.ubjfs and fsck.ubjfs.\n"
                "'ubjfs IMAGE MOUNTPOINT [-o OPT,...]' is 'ubjfs mount' as mount.fuse3\n"
