@@ -59,6 +59,7 @@ struct evc_block {
 struct ubj_evcheck {
     struct evc_block **blk;
     size_t n, cap;
+    int drop;                 /* UBJ_TEST_DROP_EVENT's type, or -1 */
 };
 
 /* evc_fail -- one line naming what is wrong, then abort. */
@@ -75,11 +76,10 @@ static void evc_fail(const char *fmt, ...)
     abort();
 }
 
-/* ubj_evcheck_drop -- whether UBJ_TEST_DROP_EVENT names `type`. */
-bool ubj_evcheck_drop(enum ubj_event_type type)
+/* ubj_evcheck_drop -- whether UBJ_TEST_DROP_EVENT named `type` at open. */
+bool ubj_evcheck_drop(const struct ubj_evcheck *c, enum ubj_event_type type)
 {
-    const char *d = getenv("UBJ_TEST_DROP_EVENT");
-    return d != NULL && strcmp(d, ubj_event_name(type)) == 0;
+    return c->drop == (int)type;
 }
 
 /* ubj_evcheck_open -- a checker when UBJ_CHECK_EVENTS=1. */
@@ -91,6 +91,11 @@ struct ubj_evcheck *ubj_evcheck_open(void)
     struct ubj_evcheck *c = calloc(1, sizeof *c);
     if (c == NULL)
         evc_fail("out of memory");
+    const char *d = getenv("UBJ_TEST_DROP_EVENT");
+    c->drop = -1;
+    for (int i = 0; d != NULL && i < (int)UBJ_EV_COUNT; i++)
+        if (strcmp(d, ubj_event_name((enum ubj_event_type)i)) == 0)
+            c->drop = i;
     return c;
 }
 
@@ -323,7 +328,8 @@ void ubj_evcheck_stop(struct ubj_evcheck *c, struct ubj_handle *h)
 
 struct ubj_evcheck *ubj_evcheck_open(void) { return NULL; }
 void ubj_evcheck_close(struct ubj_evcheck *c) { (void)c; }
-bool ubj_evcheck_drop(enum ubj_event_type type) { (void)type; return false; }
+bool ubj_evcheck_drop(const struct ubj_evcheck *c, enum ubj_event_type type)
+{ (void)c; (void)type; return false; }
 void ubj_evcheck_access(struct ubj_evcheck *c, struct ubj_handle *h,
                         struct ubj_buf *b) { (void)c; (void)h; (void)b; }
 void ubj_evcheck_event(struct ubj_evcheck *c, struct ubj_handle *h,

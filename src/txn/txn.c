@@ -301,10 +301,11 @@ int ubj_txn_event(struct ubj_handle *h, const struct ubj_event *ev)
     assert(h != NULL && h->t != NULL && ev != NULL);
     assert((unsigned)ev->type < UBJ_EV_COUNT);
     struct ubj_txn *t = h->t;
-    if (ubj_evcheck_drop(ev->type))   /* UBJ_TEST_DROP_EVENT: test builds */
-        return 0;
-    if (t->check)
+    if (t->check) {   /* test builds, UBJ_CHECK_EVENTS=1 */
+        if (ubj_evcheck_drop(t->check, ev->type))   /* UBJ_TEST_DROP_EVENT */
+            return 0;
         ubj_evcheck_event(t->check, h, ev);
+    }
     int rc = t->ops->event ? t->ops->event(h, ev) : 0;
     TXN_TRACE(t, ubj_event_name(ev->type), ev->blkno, rc);
     return rc;
