@@ -1,7 +1,8 @@
 /*
  * cache.c -- the unified buffer cache (src/cache/cache.h): the buffer pool,
  * the block hash, CLOCK replacement, reads on a miss, writing buffers home
- * (one at a time or sorted and coalesced), forget/invalidate, statistics.
+ * (one at a time or sorted and coalesced) from stable snapshots through
+ * the mode's write hooks, forget/invalidate, statistics.
  *
  * Data structures [all protected by c->lock unless said otherwise]:
  *   desc[nbufs]    persistent descriptors (maybe caller memory, later NVM)
@@ -10,6 +11,11 @@
  *   buckets[]      block number -> index of its NEWEST version; chains run
  *                  through bufs[i].hash_next; a power of two >= 2 * nbufs
  *   hand           the CLOCK hand, an index into bufs
+ *   sweep          the number of the running CLOCK sweep; bufs[i].defer_sweep
+ *                  == sweep: passed for the rest of it (deferred)
+ *   hooks          the mode's write and reclaim hooks (ubj_cache_set_hooks)
+ *   snap_free[2]   free snapshot segments (1 block / CACHE_WB_MAX_RUN
+ *                  blocks); snap_out[] counts those a write holds
  * Besides the UBJ_BUF_* flags of cache.h, three private flags:
  *   CACHE_BUF_HASHED   the buffer is on its hash chain
  *   CACHE_BUF_GONE     dropped (forget / set_state FREE) while still held:
@@ -42,13 +48,43 @@
  *  9. CLOCK reuses only FREE unhashed buffers and CLEAN ones that are not
  *     referenced, io_busy, PINNED, and have no older version; it writes an
  *     unpinned DIRTY buffer home first.  FROZEN/FROZEN_OLD are never reused.
- * 10. DIRTY -> CLEAN happens only after the bytes reached the device and no
- *     ubj_cache_mark_dirty() came while they were in flight (REDIRTY).
- * 11. No device I/O and no callback (seal, reclaim) runs with c->lock held.
- *     Lock order: c->wb_lock (serialises writeback, owns wb_ents and the
- *     bounce buffer) before c->lock.
+ * 10. DIRTY -> CLEAN happens only after the bytes reached the device, no
+ *     ubj_cache_mark_dirty() came while they were in flight (REDIRTY) and
+ *     write_begin did not roll any back (a rolled-back write is REDIRTY's
+ *     twin: the live bytes are not on the device).
+ * 11. No device I/O and no callback (seal, the hooks) runs with c->lock
+ *     held.  Lock order: c->wb_lock (serialises writeback, owns wb_ents)
+ *     before c->lock.
  * 12. An io_busy buffer is never reused nor freed; io_busy is cleared, and
- *     c->io_cv broadcast, by the thread that set it.
+ *     c->io_cv broadcast, by the thread that set it (with an asynchronous
+ *     completion later: by the thread completing the write it set it for).
+ * 13. Stable snapshots: every write of a buffer that is not FROZEN goes
+ *     from a snapshot segment copied after io_busy was set (the stable-
+ *     buffer rule of cache.h: no writer changes the bytes meanwhile);
+ *     write_begin's rollback and cfg.seal change the snapshot only.  The
+ *     cache changes a live buffer's bytes only to fill a miss (no holder
+ *     yet) and in ubj_cache_seal (io_busy held, at the mode's commit).
+ *     FROZEN buffers written by ubj_cache_write_bufs go straight from the
+ *     pool when adjacent (zero copy: the mode copies on write, their bytes
+ *     never change).  A segment is held by one write from before its copy
+ *     until after its write_done, never shared: writers in several threads
+ *     each take their own (more are allocated on demand).
+ * 14. Hooks: write_begin is asked once per write of a DIRTY buffer, with
+ *     UBJ_WRITE_MUST from ubj_cache_write_home, UBJ_WB_MUST write-backs
+ *     and CLOCK's MUST sweeps; write_done is called exactly once per
+ *     device write write_begin let through, before io_busy clears.  A
+ *     DEFER leaves the buffer DIRTY, writes nothing, calls no write_done;
+ *     the buffer waits for the next write-back, and CLOCK passes it for
+ *     the rest of the sweep (defer_sweep) -- as it does a rolled-back one.
+ * 15. Progress: a CLOCK sweep that finds nothing reusable but deferred or
+ *     rolled back a DIRTY candidate is followed by a sweep asking with
+ *     UBJ_WRITE_MUST (at most CACHE_MUST_TRIES in a row), before the
+ *     reclaim hook (at most CACHE_RECLAIM_TRIES calls) and -ENOBUFS.  A
+ *     hook never defers under MUST, so every unreferenced unpinned DIRTY
+ *     buffer reaches the device each MUST sweep, rolled back at worst:
+ *     a cache full of deferred buffers makes progress as long as the
+ *     mode's rolled-back writes satisfy dependencies (they carry every
+ *     update that has none).
  *
  * State diagram (enum ubj_buf_state).  Every move goes through
  * cache_set_state_locked(), whose table cache_transition_ok() is this
@@ -70,17 +106,25 @@
  *
  *     Every state -> FREE: eviction, invalidate, forget, set_state, the
  *     release of a GONE buffer (see the table).
+ *     DIRTY -> DIRTY: a write whose write_begin deferred it (no write) or
+ *     rolled it back (written, live bytes not on the device), or that was
+ *     redirtied in flight.
  *
  *   from        to          performed by
  *   FREE        CLEAN       cache_fill: a miss was read      (ubj_cache_get)
  *   FREE        DIRTY       ubj_cache_mark_dirty of a NOREAD miss
  *   CLEAN       DIRTY       ubj_cache_mark_dirty
- *   DIRTY       CLEAN       cache_io_done_locked, after ubj_cache_write_home,
+ *   DIRTY       CLEAN       cache_io_finish_locked (through
+ *                           cache_io_end_locked), after ubj_cache_write_home,
  *                           ubj_cache_writeback or an eviction write
- *                           (cache_clock_locked); ubj_cache_forget (held)
+ *                           (cache_clock_locked) that was not rolled back
+ *                           nor redirtied; ubj_cache_forget (held)
+ *   DIRTY       DIRTY       cache_io_finish_locked after a rolled-back or
+ *                           redirtied write; cache_io_end_locked after a
+ *                           DEFER (no write: io_busy just cleared)
  *   DIRTY       FROZEN      ubj_cache_set_state (a mode commits in place)
  *   FROZEN      FROZEN_OLD  ubj_cache_set_state (a newer version committed)
- *   FROZEN      CLEAN       cache_io_done_locked after ubj_cache_write_home;
+ *   FROZEN      CLEAN       cache_io_finish_locked after ubj_cache_write_home;
  *                           ubj_cache_set_state (UBJ: after its checkpoint
  *                           wrote it with ubj_cache_write_bufs, which
  *                           leaves states alone)
@@ -107,11 +151,15 @@
  *   FROZEN or FROZEN_OLD buffer out of those states: ubj_cache_forget,
  *   CLOCK and invalidate leave them alone.
  *
- * Bytes: the cache never changes a buffer's bytes except to fill it on a
- * miss (no holder yet) and through cfg.seal.  A holder may change them
- * while a write of the buffer is in flight (a get hit does not wait for a
- * write); REDIRTY keeps the buffer DIRTY so the newer bytes are written
- * again.  The file system serialises all of this under its mount lock.
+ * Bytes: the cache never changes a live buffer's bytes except to fill it
+ * on a miss (no holder yet) and in ubj_cache_seal (invariant 13).  A
+ * holder may change them once a write's snapshot is taken (a get hit does
+ * not wait for a write); REDIRTY keeps the buffer DIRTY so the newer bytes
+ * are written again.  Until the snapshot is taken the stable-buffer rule
+ * holds: today because the file system serialises all of this under its
+ * mount lock (issue 20 makes writers wait for io_busy or copy instead).
+ * UBJ_BUF_SEAL thus means "the live checksum may be stale": the cache
+ * never clears it on a write.
  *
  * Errors: negative errno; public functions that fail set ubj_errormsg().
  */
@@ -136,25 +184,52 @@ int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2,
 #define CACHE_BS           4096u
 #define CACHE_MAX_NBUFS    (1u << 28)   /* 1 TiB of buffers */
 #define CACHE_RECLAIM_TRIES 8           /* reclaim calls per get before -ENOBUFS */
+#define CACHE_MUST_TRIES   4            /* MUST sweeps in a row before reclaim */
 #ifndef CACHE_WB_MAX_RUN
 #define CACHE_WB_MAX_RUN   64u          /* blocks per coalesced write (256 KiB) */
 #endif
 
-/* One buffer picked by ubj_cache_writeback [c->wb_lock]. */
+/* One buffer being written: by ubj_cache_writeback / write_bufs [c->wb_lock,
+ * in c->wb_ents], or by cache_write_one_locked [its caller's stack]. */
 struct cache_wb_ent {
     uint64_t blkno;
     uint32_t idx;
-    uint32_t seal;    /* UBJ_BUF_SEAL was set when picked */
+    bool dirty;       /* DIRTY when picked: the write hooks apply */
+    bool seal;        /* UBJ_BUF_SEAL was set when picked */
+    bool meta;        /* UBJ_KIND_META: a rolled-back snapshot is sealed */
+    int verdict;      /* enum ubj_write_verdict of write_begin */
     int rc;           /* result of its write */
+};
+
+/*
+ * A snapshot segment: memory a write goes from, taken before the copy and
+ * given back after write_done (by whichever thread completes the write, so
+ * an asynchronous completion can own it).  Kinds: CACHE_SNAP_ONE (1 block:
+ * an eviction or write_home) and CACHE_SNAP_RUN (CACHE_WB_MAX_RUN blocks:
+ * a coalesced run).  Free segments wait on c->snap_free[kind]; more are
+ * allocated when every one is in use, so writers in several threads never
+ * share one.
+ */
+enum { CACHE_SNAP_ONE = 0, CACHE_SNAP_RUN = 1 };
+struct cache_snap {
+    struct cache_snap *next;     /* [c->lock] the free list */
+    uint8_t *data;               /* 4096-aligned blocks */
+    unsigned kind;
 };
 
 struct ubj_cache {
     pthread_mutex_t lock;        /* everything below but the wb_* fields */
-    pthread_cond_t io_cv;        /* broadcast when some io_busy clears */
+    pthread_cond_t io_cv;        /* broadcast when some io_busy clears or a
+                                    snapshot segment is given back */
     uint64_t cold_frozen;        /* cold FROZEN buffers CLOCK met, not yet taken */
     pthread_mutex_t wb_lock;     /* serialises writeback; owns wb_* */
     struct ubj_bdev *dev;        /* not owned */
     struct ubj_cache_config cfg;
+    struct ubj_cache_hooks hooks;   /* the mode's (ubj_cache_set_hooks) */
+    void *hooks_ctx;
+    struct cache_snap *snap_free[2];  /* free snapshot segments per kind */
+    uint32_t snap_out[2];        /* segments taken and not given back */
+    uint32_t sweep;              /* number of the running CLOCK sweep (never 0) */
     uint32_t nbufs;
     uint32_t hash_shift;         /* 64 - log2(number of buckets) */
     uint32_t nbuckets;
@@ -168,7 +243,12 @@ struct ubj_cache {
     uint32_t *buckets;
     struct ubj_cache_stats stats;
     struct cache_wb_ent *wb_ents;   /* [wb_lock] nbufs entries */
-    uint8_t *wb_bounce;             /* [wb_lock] CACHE_WB_MAX_RUN blocks */
+};
+
+/* the hooks a write started with: copied under c->lock, used without it */
+struct cache_hk {
+    struct ubj_cache_hooks h;
+    void *ctx;
 };
 
 /* ---- hash ---------------------------------------------------------------- */
@@ -412,6 +492,73 @@ static void cache_release_locked(struct ubj_cache *c, struct ubj_buf *b)
     }
 }
 
+/* ---- snapshots ----------------------------------------------------------- */
+
+/* cache_snap_new -- allocate a segment of `kind`, or NULL. */
+static struct cache_snap *cache_snap_new(unsigned kind)
+{
+    struct cache_snap *s = calloc(1, sizeof *s);
+    void *p = NULL;
+    size_t blocks = kind == CACHE_SNAP_RUN ? CACHE_WB_MAX_RUN : 1u;
+    if (s == NULL || posix_memalign(&p, CACHE_BS, blocks * CACHE_BS) != 0) {
+        free(s);
+        return NULL;
+    }
+    s->data = p;
+    s->kind = kind;
+    return s;
+}
+
+/*
+ * cache_snap_take_locked -- a segment of `kind` for one write: a free one,
+ * a new one, or (out of memory) the next one given back -- creation made
+ * one of each kind, so some writer holds it and will return it (hooks
+ * never wait for the cache's I/O).  May wait on io_cv.
+ */
+static struct cache_snap *cache_snap_take_locked(struct ubj_cache *c,
+                                                 unsigned kind)
+{
+    for (;;) {
+        struct cache_snap *s = c->snap_free[kind];
+        if (s == NULL)
+            s = cache_snap_new(kind);
+        else
+            c->snap_free[kind] = s->next;
+        if (s != NULL) {
+            c->snap_out[kind]++;
+            return s;
+        }
+        assert(c->snap_out[kind] > 0);
+        pthread_cond_wait(&c->io_cv, &c->lock);
+    }
+}
+
+/* cache_snap_put_locked -- give a segment back; wake a writer waiting. */
+static void cache_snap_put_locked(struct ubj_cache *c, struct cache_snap *s)
+{
+    assert(c->snap_out[s->kind] > 0);
+    c->snap_out[s->kind]--;
+    s->next = c->snap_free[s->kind];
+    c->snap_free[s->kind] = s;
+    pthread_cond_broadcast(&c->io_cv);
+}
+
+/* cache_snap_take / cache_snap_put -- the same, taking c->lock. */
+static struct cache_snap *cache_snap_take(struct ubj_cache *c, unsigned kind)
+{
+    pthread_mutex_lock(&c->lock);
+    struct cache_snap *s = cache_snap_take_locked(c, kind);
+    pthread_mutex_unlock(&c->lock);
+    return s;
+}
+
+static void cache_snap_put(struct ubj_cache *c, struct cache_snap *s)
+{
+    pthread_mutex_lock(&c->lock);
+    cache_snap_put_locked(c, s);
+    pthread_mutex_unlock(&c->lock);
+}
+
 /* ---- writing home -------------------------------------------------------- */
 
 /* cache_count_write_locked -- account one block written home. */
@@ -424,23 +571,80 @@ static void cache_count_write_locked(struct ubj_cache *c, const struct ubj_buf *
         c->stats.writeback_data_bytes += CACHE_BS;
 }
 
+/* cache_hk_locked -- the hooks a write starting now uses. */
+static inline struct cache_hk cache_hk_locked(const struct ubj_cache *c)
+{
+    return (struct cache_hk){ .h = c->hooks, .ctx = c->hooks_ctx };
+}
+
+/*
+ * cache_pick_locked -- b (not io_busy) is about to be written: set
+ * io_busy, forget an earlier REDIRTY, and describe it in *e.
+ */
+static void cache_pick_locked(struct ubj_buf *b, struct cache_wb_ent *e)
+{
+    assert(!b->io_busy);
+    b->io_busy = 1;
+    b->flags &= ~CACHE_BUF_REDIRTY;
+    *e = (struct cache_wb_ent){
+        .blkno = b->d->blkno, .idx = b->idx,
+        .dirty = b->d->state == UBJ_BUF_DIRTY,
+        .seal = (b->flags & UBJ_BUF_SEAL) != 0,
+        .meta = b->d->kind == UBJ_KIND_META,
+    };
+}
+
+/*
+ * cache_snap_fill -- the stable snapshot of b (io_busy, picked into e) in
+ * snap: copy the live bytes, let write_begin decide (DIRTY buffers only),
+ * seal the copy.  Sets and returns e->verdict.  Runs without c->lock.
+ */
+static int cache_snap_fill(struct ubj_cache *c, const struct cache_hk *hk,
+                           struct ubj_buf *b, struct cache_wb_ent *e,
+                           uint8_t *snap, unsigned wflags)
+{
+    memcpy(snap, b->data, CACHE_BS);
+    int v = UBJ_WRITE_AS_IS;
+    if (e->dirty && hk->h.write_begin != NULL)
+        v = hk->h.write_begin(hk->ctx, b, e->blkno, b->data, snap, wflags);
+    assert(v == UBJ_WRITE_AS_IS || v == UBJ_WRITE_ROLLED_BACK ||
+           (v == UBJ_WRITE_DEFER && !(wflags & UBJ_WRITE_MUST)));
+    if (v != UBJ_WRITE_DEFER && c->cfg.seal != NULL &&
+        (e->seal || (v == UBJ_WRITE_ROLLED_BACK && e->meta)))
+        c->cfg.seal(c->cfg.ctx, e->blkno, snap);
+    e->verdict = v == UBJ_WRITE_ROLLED_BACK || v == UBJ_WRITE_DEFER ? v
+                                                                    : UBJ_WRITE_AS_IS;
+    return e->verdict;
+}
+
+/* cache_write_done -- the write of e finished: tell write_done (a write of
+ * a DIRTY buffer only).  Runs without c->lock, b still io_busy. */
+static void cache_write_done(const struct cache_hk *hk, struct ubj_buf *b,
+                             const struct cache_wb_ent *e)
+{
+    if (e->dirty && hk->h.write_done != NULL)
+        hk->h.write_done(hk->ctx, b, e->blkno, e->rc,
+                         e->verdict == UBJ_WRITE_ROLLED_BACK);
+}
+
 /*
  * cache_io_finish_locked -- a write of b (started with io_busy set)
  * finished with `rc`: count it, make b CLEAN if it was DIRTY (and not
- * re-dirtied in flight) or FROZEN unless keep_state, clear io_busy, wake
- * waiters, release the hold.
+ * re-dirtied in flight nor rolled back) or FROZEN unless keep_state, clear
+ * io_busy, wake waiters, release the hold.
  */
 static void cache_io_finish_locked(struct ubj_cache *c, struct ubj_buf *b,
-                                   int rc, bool keep_state)
+                                   int rc, bool keep_state, bool rolled_back)
 {
     assert(b->io_busy);
     b->io_busy = 0;
     if (rc == 0) {
         cache_count_write_locked(c, b);
+        c->stats.write_rolled_back += rolled_back;
         uint32_t st = b->d->state;
         if (!keep_state &&
-            ((st == UBJ_BUF_DIRTY && !(b->flags & CACHE_BUF_REDIRTY)) ||
-             st == UBJ_BUF_FROZEN))
+            ((st == UBJ_BUF_DIRTY && !(b->flags & CACHE_BUF_REDIRTY) &&
+              !rolled_back) || st == UBJ_BUF_FROZEN))
             cache_set_state_locked(c, b, UBJ_BUF_CLEAN, b->d->txid);
     }
     b->flags &= ~CACHE_BUF_REDIRTY;
@@ -448,30 +652,47 @@ static void cache_io_finish_locked(struct ubj_cache *c, struct ubj_buf *b,
     cache_release_locked(c, b);
 }
 
-/* cache_io_done_locked -- cache_io_finish_locked with the state change. */
-static void cache_io_done_locked(struct ubj_cache *c, struct ubj_buf *b, int rc)
+/* cache_io_end_locked -- the end of e's write (or of its deferral: no
+ * write happened, b stays DIRTY). */
+static void cache_io_end_locked(struct ubj_cache *c, const struct cache_wb_ent *e)
 {
-    cache_io_finish_locked(c, b, rc, false);
+    struct ubj_buf *b = &c->bufs[e->idx];
+    if (e->verdict != UBJ_WRITE_DEFER) {
+        cache_io_finish_locked(c, b, e->rc, false,
+                               e->verdict == UBJ_WRITE_ROLLED_BACK);
+        return;
+    }
+    c->stats.write_deferred++;
+    assert(b->io_busy);
+    b->io_busy = 0;
+    b->flags &= ~CACHE_BUF_REDIRTY;
+    pthread_cond_broadcast(&c->io_cv);
+    cache_release_locked(c, b);
 }
 
 /*
- * cache_write_one_locked -- write b home with c->lock dropped around the
- * seal and the write (b must not be io_busy).  Returns 0 or the error.
+ * cache_write_one_locked -- write b (not io_busy) home from a snapshot,
+ * with c->lock dropped around the copy, the hooks, the seal and the
+ * write; wflags go to write_begin.  Returns 0 (written, *verdict AS_IS or
+ * ROLLED_BACK; deferred, *verdict DEFER) or the device's error.
  */
-static int cache_write_one_locked(struct ubj_cache *c, struct ubj_buf *b)
+static int cache_write_one_locked(struct ubj_cache *c, struct ubj_buf *b,
+                                  unsigned wflags, int *verdict)
 {
-    assert(!b->io_busy);
-    bool seal = (b->flags & UBJ_BUF_SEAL) && c->cfg.seal != NULL;
-    uint64_t blkno = b->d->blkno;
-    b->io_busy = 1;
-    b->flags &= ~CACHE_BUF_REDIRTY;
+    struct cache_wb_ent e;
+    struct cache_hk hk = cache_hk_locked(c);
+    cache_pick_locked(b, &e);
+    struct cache_snap *s = cache_snap_take_locked(c, CACHE_SNAP_ONE);
     pthread_mutex_unlock(&c->lock);
-    if (seal)
-        c->cfg.seal(c->cfg.ctx, blkno, b->data);
-    int rc = ubj_bdev_write(c->dev, blkno, 1, b->data);
+    if (cache_snap_fill(c, &hk, b, &e, s->data, wflags) != UBJ_WRITE_DEFER) {
+        e.rc = ubj_bdev_write(c->dev, e.blkno, 1, s->data);
+        cache_write_done(&hk, b, &e);
+    }
     pthread_mutex_lock(&c->lock);
-    cache_io_done_locked(c, b, rc);
-    return rc;
+    cache_snap_put_locked(c, s);
+    cache_io_end_locked(c, &e);
+    *verdict = e.verdict;
+    return e.rc;
 }
 
 /* ---- replacement --------------------------------------------------------- */
@@ -497,13 +718,42 @@ static inline void cache_clock_frozen(struct ubj_cache *c, struct ubj_buf *b)
 }
 
 /*
+ * cache_clock_dirty_locked -- CLOCK's DIRTY candidate b: write it home
+ * (lock dropped) with wflags.  A deferred or rolled-back write marks b
+ * passed for the rest of this sweep and sets *deferred; a failed one is
+ * remembered in *io_err and b gets a second chance.  Returns whether the
+ * hand moves on (otherwise b is looked at again: it may be CLEAN now).
+ */
+static bool cache_clock_dirty_locked(struct ubj_cache *c, struct ubj_buf *b,
+                                     unsigned wflags, int *io_err, bool *deferred)
+{
+    int verdict;
+    int rc = cache_write_one_locked(c, b, wflags, &verdict);
+    if (rc < 0) {
+        *io_err = rc;
+        b->referenced = 1;
+        return true;
+    }
+    if (verdict == UBJ_WRITE_AS_IS)
+        return false;
+    b->defer_sweep = c->sweep;
+    *deferred = true;
+    return true;
+}
+
+/*
  * cache_clock_locked -- sweep at most two rounds for a reusable buffer;
  * returns it FREE and unhashed, or NULL.  A DIRTY candidate is written
- * home (lock dropped) and looked at again; a failed write is remembered in
- * *io_err and the candidate passed over.
+ * home (lock dropped; write_begin asked with wflags) and looked at again;
+ * one it deferred or rolled back is passed for the rest of the sweep
+ * (*deferred set), a failed write is remembered in *io_err and the
+ * candidate passed over.
  */
-static struct ubj_buf *cache_clock_locked(struct ubj_cache *c, int *io_err)
+static struct ubj_buf *cache_clock_locked(struct ubj_cache *c, unsigned wflags,
+                                          int *io_err, bool *deferred)
 {
+    if (++c->sweep == 0)
+        c->sweep = 1;   /* 0 is "never deferred" */
     for (uint64_t steps = 0; steps < 2ull * c->nbufs; steps++) {
         struct ubj_buf *b = &c->bufs[c->hand];
         uint32_t next = c->hand + 1 == c->nbufs ? 0 : c->hand + 1;
@@ -522,12 +772,9 @@ static struct ubj_buf *cache_clock_locked(struct ubj_cache *c, int *io_err)
             continue;
         }
         if (b->d->state == UBJ_BUF_DIRTY) {
-            int rc = cache_write_one_locked(c, b);
-            if (rc < 0) {
-                *io_err = rc;
-                b->referenced = 1;
+            if (b->defer_sweep == c->sweep ||
+                cache_clock_dirty_locked(c, b, wflags, io_err, deferred))
                 c->hand = next;
-            }
             continue;   /* the lock was dropped: look at b again */
         }
         assert(b->d->state == UBJ_BUF_CLEAN);
@@ -551,21 +798,38 @@ static uint32_t cache_count_held_locked(const struct ubj_cache *c, bool *busy)
     return n;
 }
 
+/* cache_reclaim_locked -- call the reclaim hook (c->lock dropped around
+ * it).  0, -ENOBUFS (no hook) or the hook's error. */
+static int cache_reclaim_locked(struct ubj_cache *c)
+{
+    struct cache_hk hk = cache_hk_locked(c);
+    if (hk.h.reclaim == NULL)
+        return -ENOBUFS;
+    c->stats.reclaims++;
+    pthread_mutex_unlock(&c->lock);
+    int rc = hk.h.reclaim(hk.ctx);
+    pthread_mutex_lock(&c->lock);
+    return rc;
+}
+
 /*
  * cache_alloc_locked -- a FREE unhashed buffer to reuse (c->lock may be
  * dropped and retaken).  When CLOCK finds nothing: -ENOBUFS if every
  * buffer is referenced; wait if some I/O is in flight; -EIO if writing a
- * dirty victim failed; else call cfg.reclaim and retry (its error is
+ * dirty victim failed; sweep again with UBJ_WRITE_MUST if a dirty
+ * candidate was deferred or rolled back (at most CACHE_MUST_TRIES sweeps
+ * in a row); else call the reclaim hook and retry (its error is
  * returned), and give up with -ENOBUFS after CACHE_RECLAIM_TRIES calls or
- * when there is no reclaim callback.
+ * when there is no reclaim hook.
  */
 static int cache_alloc_locked(struct ubj_cache *c, struct ubj_buf **out)
 {
-    unsigned tries = 0;
+    unsigned tries = 0, musts = 0;
     for (;;) {
         int io_err = 0;
-        bool busy;
-        struct ubj_buf *b = cache_clock_locked(c, &io_err);
+        bool busy, deferred = false;
+        struct ubj_buf *b = cache_clock_locked(c, musts ? UBJ_WRITE_MUST : 0,
+                                               &io_err, &deferred);
         if (b != NULL) {
             *out = b;
             return 0;
@@ -578,14 +842,17 @@ static int cache_alloc_locked(struct ubj_cache *c, struct ubj_buf **out)
         }
         if (io_err < 0)
             return io_err;
-        if (c->cfg.reclaim == NULL || tries++ >= CACHE_RECLAIM_TRIES)
+        if (deferred && musts < CACHE_MUST_TRIES) {
+            musts++;
+            c->stats.must_sweeps++;
+            continue;
+        }
+        if (tries++ >= CACHE_RECLAIM_TRIES)
             return -ENOBUFS;
-        c->stats.reclaims++;
-        pthread_mutex_unlock(&c->lock);
-        int rc = c->cfg.reclaim(c->cfg.ctx);
-        pthread_mutex_lock(&c->lock);
+        int rc = cache_reclaim_locked(c);
         if (rc < 0)
             return rc;
+        musts = 0;
     }
 }
 
@@ -629,11 +896,10 @@ static int cache_alloc_arrays(struct ubj_cache *c)
     c->bufs = calloc(n, sizeof *c->bufs);
     c->buckets = malloc((size_t)c->nbuckets * sizeof *c->buckets);
     c->wb_ents = malloc(n * sizeof *c->wb_ents);
-    void *bounce = NULL;
-    if (posix_memalign(&bounce, CACHE_BS, (size_t)CACHE_WB_MAX_RUN * CACHE_BS) == 0)
-        c->wb_bounce = bounce;
+    for (unsigned kind = CACHE_SNAP_ONE; kind <= CACHE_SNAP_RUN; kind++)
+        c->snap_free[kind] = cache_snap_new(kind);   /* one of each, always */
     if (!c->desc || !c->data || !c->bufs || !c->buckets || !c->wb_ents ||
-        !c->wb_bounce)
+        !c->snap_free[CACHE_SNAP_ONE] || !c->snap_free[CACHE_SNAP_RUN])
         return -ENOMEM;
     return 0;
 }
@@ -648,7 +914,13 @@ static void cache_free_arrays(struct ubj_cache *c)
     free(c->bufs);
     free(c->buckets);
     free(c->wb_ents);
-    free(c->wb_bounce);
+    for (unsigned kind = CACHE_SNAP_ONE; kind <= CACHE_SNAP_RUN; kind++)
+        while (c->snap_free[kind] != NULL) {
+            struct cache_snap *sn = c->snap_free[kind];
+            c->snap_free[kind] = sn->next;
+            free(sn->data);
+            free(sn);
+        }
 }
 
 /* ubj_cache_create -- build a cache of cfg->nbufs buffers over dev. */
@@ -701,6 +973,7 @@ void ubj_cache_destroy(struct ubj_cache *c)
         return;
     pthread_mutex_lock(&c->lock);
     assert(c->adopt_pending || assert_cache_invariants(c));
+    assert(c->snap_out[CACHE_SNAP_ONE] == 0 && c->snap_out[CACHE_SNAP_RUN] == 0);
     pthread_mutex_unlock(&c->lock);
     pthread_cond_destroy(&c->io_cv);
     pthread_mutex_destroy(&c->wb_lock);
@@ -907,7 +1180,8 @@ int ubj_cache_write_home(struct ubj_cache *c, struct ubj_buf *b)
     assert(b->refcnt > 0);
     while (b->io_busy)
         pthread_cond_wait(&c->io_cv, &c->lock);
-    int rc = cache_write_one_locked(c, b);
+    int verdict;
+    int rc = cache_write_one_locked(c, b, UBJ_WRITE_MUST, &verdict);
     pthread_mutex_unlock(&c->lock);
     return rc;   /* 0 or the device's error (its message is set) */
 }
@@ -954,53 +1228,87 @@ static uint32_t cache_wb_collect_locked(struct ubj_cache *c, unsigned flags)
         assert(b->d->state == UBJ_BUF_DIRTY);
         if ((b->flags & UBJ_BUF_PINNED) && !(flags & UBJ_WB_PINNED))
             continue;
-        b->io_busy = 1;
-        b->flags &= ~CACHE_BUF_REDIRTY;
-        c->wb_ents[n++] = (struct cache_wb_ent){
-            .blkno = b->d->blkno, .idx = i,
-            .seal = (b->flags & UBJ_BUF_SEAL) != 0,
-        };
+        cache_pick_locked(b, &c->wb_ents[n++]);
     }
     return n;
 }
 
-/*
- * cache_wb_run -- seal and write entries e[0..n) (consecutive block
- * numbers) with one device write: straight from the pool when their
- * buffers are adjacent in the same order, else through the bounce buffer.
- * Sets each entry's rc.  Runs without c->lock.
- */
-static void cache_wb_run(struct ubj_cache *c, struct cache_wb_ent *e, uint32_t n)
+/* cache_wb_direct -- write entries e[0..n) (consecutive block numbers,
+ * FROZEN: their bytes cannot change) with one device write: straight from
+ * the pool when their buffers are adjacent in the same order (zero copy),
+ * else gathered into a snapshot segment.  Sets each entry's rc. */
+static void cache_wb_direct(struct ubj_cache *c, struct cache_wb_ent *e, uint32_t n)
 {
     bool adjacent = true;
-    for (uint32_t k = 0; k < n; k++) {
-        uint8_t *p = c->data + (size_t)e[k].idx * CACHE_BS;
-        if (e[k].seal && c->cfg.seal != NULL)
-            c->cfg.seal(c->cfg.ctx, e[k].blkno, p);
-        adjacent = adjacent && (k == 0 || e[k].idx == e[k - 1].idx + 1);
-    }
+    for (uint32_t k = 1; k < n && adjacent; k++)
+        adjacent = e[k].idx == e[k - 1].idx + 1;
+    struct cache_snap *s = adjacent ? NULL : cache_snap_take(c, CACHE_SNAP_RUN);
     const uint8_t *src = c->data + (size_t)e[0].idx * CACHE_BS;
-    if (!adjacent) {
+    if (s != NULL) {
         for (uint32_t k = 0; k < n; k++)
-            memcpy(c->wb_bounce + (size_t)k * CACHE_BS,
+            memcpy(s->data + (size_t)k * CACHE_BS,
                    c->data + (size_t)e[k].idx * CACHE_BS, CACHE_BS);
-        src = c->wb_bounce;
+        src = s->data;
     }
     int rc = ubj_bdev_write(c->dev, e[0].blkno, n, src);
     for (uint32_t k = 0; k < n; k++)
         e[k].rc = rc;
+    if (s != NULL)
+        cache_snap_put(c, s);
 }
 
-/* cache_wb_write -- write the sorted entries in runs of consecutive blocks. */
-static void cache_wb_write(struct ubj_cache *c, uint32_t n)
+/*
+ * cache_wb_snap_run -- from e[*k] on, snapshot entries of consecutive
+ * block numbers into one segment (deferred ones left out: a deferral ends
+ * the run, since the next block is then not consecutive), write the run
+ * with one device write and tell write_done.  Advances *k past what it
+ * looked at.  Runs without c->lock.
+ */
+static void cache_wb_snap_run(struct ubj_cache *c, const struct cache_hk *hk,
+                              struct cache_wb_ent *e, uint32_t n, uint32_t *k,
+                              unsigned wflags)
+{
+    struct cache_snap *s = cache_snap_take(c, CACHE_SNAP_RUN);
+    uint32_t r0 = *k, len = 0;
+    while (*k < n && len < CACHE_WB_MAX_RUN &&
+           (len == 0 || e[*k].blkno == e[r0].blkno + len)) {
+        struct cache_wb_ent *x = &e[(*k)++];
+        int v = cache_snap_fill(c, hk, &c->bufs[x->idx], x,
+                                s->data + (size_t)len * CACHE_BS, wflags);
+        if (v != UBJ_WRITE_DEFER)
+            len++;
+        else if (len == 0)
+            r0 = *k;   /* nothing taken yet: the run starts after it */
+        else
+            break;
+    }
+    if (len > 0) {
+        int rc = ubj_bdev_write(c->dev, e[r0].blkno, len, s->data);
+        for (uint32_t j = r0; j < r0 + len; j++) {
+            e[j].rc = rc;
+            cache_write_done(hk, &c->bufs[e[j].idx], &e[j]);
+        }
+    }
+    cache_snap_put(c, s);
+}
+
+/* cache_wb_write -- write the sorted entries in runs of consecutive
+ * blocks: from snapshots through the hooks (snap), or FROZEN ones
+ * directly (ubj_cache_write_bufs). */
+static void cache_wb_write(struct ubj_cache *c, const struct cache_hk *hk,
+                           uint32_t n, bool snap, unsigned wflags)
 {
     struct cache_wb_ent *e = c->wb_ents;
     for (uint32_t k = 0; k < n;) {
+        if (snap) {
+            cache_wb_snap_run(c, hk, e, n, &k, wflags);
+            continue;
+        }
         uint32_t len = 1;
         while (k + len < n && len < CACHE_WB_MAX_RUN &&
                e[k + len].blkno == e[k].blkno + len)
             len++;
-        cache_wb_run(c, e + k, len);
+        cache_wb_direct(c, e + k, len);
         k += len;
     }
 }
@@ -1011,18 +1319,19 @@ int ubj_cache_writeback(struct ubj_cache *c, unsigned flags)
     pthread_mutex_lock(&c->wb_lock);
     pthread_mutex_lock(&c->lock);
     uint32_t n = cache_wb_collect_locked(c, flags);
+    struct cache_hk hk = cache_hk_locked(c);
     pthread_mutex_unlock(&c->lock);
 
     qsort(c->wb_ents, n, sizeof *c->wb_ents, cache_wb_cmp);
-    cache_wb_write(c, n);
+    cache_wb_write(c, &hk, n, true, (flags & UBJ_WB_MUST) ? UBJ_WRITE_MUST : 0);
 
     int rc = 0;
     pthread_mutex_lock(&c->lock);
     for (uint32_t k = 0; k < n; k++) {
         const struct cache_wb_ent *e = &c->wb_ents[k];
-        if (e->rc < 0 && rc == 0)
+        if (e->verdict != UBJ_WRITE_DEFER && e->rc < 0 && rc == 0)
             rc = e->rc;
-        cache_io_done_locked(c, &c->bufs[e->idx], e->rc);
+        cache_io_end_locked(c, e);
     }
     assert(assert_cache_invariants(c));
     pthread_mutex_unlock(&c->lock);
@@ -1218,16 +1527,26 @@ int ubj_cache_cow(struct ubj_cache *c, struct ubj_buf **b, uint64_t txid)
     }
 }
 
-/* ubj_cache_seal -- run cfg.seal on a SEAL-marked buffer now. */
+/* ubj_cache_seal -- run cfg.seal on a SEAL-marked live buffer now, holding
+ * io_busy so that no write snapshots it half sealed. */
 void ubj_cache_seal(struct ubj_cache *c, struct ubj_buf *b)
 {
     pthread_mutex_lock(&c->lock);
+    while (b->io_busy)
+        pthread_cond_wait(&c->io_cv, &c->lock);
     bool seal = (b->flags & UBJ_BUF_SEAL) && c->cfg.seal != NULL;
     b->flags &= ~UBJ_BUF_SEAL;
     uint64_t blkno = b->d->blkno;
-    pthread_mutex_unlock(&c->lock);
-    if (seal)
+    if (seal) {
+        b->io_busy = 1;
+        pthread_mutex_unlock(&c->lock);
         c->cfg.seal(c->cfg.ctx, blkno, b->data);
+        pthread_mutex_lock(&c->lock);
+        b->io_busy = 0;
+        pthread_cond_broadcast(&c->io_cv);
+        cache_release_locked(c, b);
+    }
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* ubj_cache_revoke -- drop the block's versions; frozen ones turn
@@ -1307,7 +1626,7 @@ int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
     pthread_mutex_unlock(&c->lock);
 
     qsort(c->wb_ents, n, sizeof *c->wb_ents, cache_bufs_cmp);
-    cache_wb_write(c, n);
+    cache_wb_write(c, NULL, n, false, 0);   /* FROZEN: no snapshot, no hooks */
 
     int rc = 0;
     pthread_mutex_lock(&c->lock);
@@ -1315,14 +1634,33 @@ int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
         const struct cache_wb_ent *e = &c->wb_ents[k];
         if (e->rc < 0 && rc == 0)
             rc = e->rc;
-        cache_io_finish_locked(c, &c->bufs[e->idx], e->rc, true);
+        cache_io_finish_locked(c, &c->bufs[e->idx], e->rc, true, false);
     }
     pthread_mutex_unlock(&c->lock);
     pthread_mutex_unlock(&c->wb_lock);
     return rc;   /* 0 or the first device error (its message is set) */
 }
 
-/* ---- accessors ----------------------------------------------------------- */
+/* ---- hooks and accessors ------------------------------------------------ */
+
+/* ubj_cache_reclaim -- the reclaim hook, called now. */
+int ubj_cache_reclaim(struct ubj_cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int rc = cache_reclaim_locked(c);
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* ubj_cache_set_hooks -- the mode's write and reclaim hooks (NULL: none). */
+void ubj_cache_set_hooks(struct ubj_cache *c, const struct ubj_cache_hooks *h,
+                         void *ctx)
+{
+    pthread_mutex_lock(&c->lock);
+    c->hooks = h != NULL ? *h : (struct ubj_cache_hooks){ 0 };
+    c->hooks_ctx = h != NULL ? ctx : NULL;
+    pthread_mutex_unlock(&c->lock);
+}
 
 /* ubj_cache_stats_get -- a snapshot of the counters. */
 void ubj_cache_stats_get(struct ubj_cache *c, struct ubj_cache_stats *out)

@@ -28,11 +28,18 @@
  * caller (the file system's mount lock).  I/O is done with c->lock
  * released where possible.
  *
+ * Writes (docs/DESIGN.md, "Cache write hooks"): every write of a buffer
+ * that may change goes from a stable snapshot taken while the buffer is
+ * io_busy; the mode that registered write hooks (ubj_cache_set_hooks) may
+ * roll updates back in the snapshot or defer the write; cfg.seal is
+ * applied to the snapshot, never to the live buffer.
+ *
  * Errors: negative errno.  Thread-safe unless said otherwise.
  */
 #ifndef UBJ_CACHE_H
 #define UBJ_CACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <pthread.h>
@@ -74,7 +81,10 @@ struct ubj_bufdesc {
 #define UBJ_BUF_LOADED   0x1u  /* data valid (read from device or filled) */
 #define UBJ_BUF_VERIFY   0x2u  /* just read from the device: caller checks it */
 #define UBJ_BUF_PINNED   0x4u  /* the mode forbids writing it home for now */
-#define UBJ_BUF_SEAL     0x8u  /* metadata: call cfg.seal before writing it */
+#define UBJ_BUF_SEAL     0x8u  /* metadata whose live checksum field may be
+                                  stale: every write seals its snapshot
+                                  (cfg.seal); ubj_cache_seal seals the live
+                                  buffer and clears the mark */
 
 struct ubj_buf {
     uint32_t idx;          /* index into the descriptor and data arrays */
@@ -83,7 +93,10 @@ struct ubj_buf {
     uint32_t hash_next;    /* [c->lock] chain of the block hash, UBJ_NOBUF */
     uint32_t dnext, dprev; /* [c->lock] the list of DIRTY buffers, UBJ_NOBUF */
     uint8_t  referenced;   /* [c->lock] CLOCK bit */
-    uint8_t  io_busy;      /* [c->lock] being read or written */
+    uint8_t  io_busy;      /* [c->lock] being read, written or sealed: its
+                              bytes are stable (no write of it starts) */
+    uint32_t defer_sweep;  /* [c->lock] the CLOCK sweep that last deferred
+                              (or rolled back) its write; 0: none */
     struct ubj_bufdesc *d; /* == &c->desc[idx] */
     uint8_t *data;         /* == c->data + idx * 4096 */
 };
@@ -93,7 +106,10 @@ struct ubj_cache_stats {
     uint64_t evictions;          /* buffers reused for another block */
     uint64_t writeback_blocks;   /* blocks written home by the cache */
     uint64_t writeback_data_bytes, writeback_meta_bytes;
-    uint64_t reclaims;           /* calls of cfg.reclaim */
+    uint64_t reclaims;           /* calls of the reclaim hook */
+    uint64_t write_deferred;     /* write_begin said UBJ_WRITE_DEFER */
+    uint64_t write_rolled_back;  /* writes of a rolled-back snapshot */
+    uint64_t must_sweeps;        /* CLOCK sweeps asking with UBJ_WRITE_MUST */
     uint64_t dirty, frozen;      /* current counts */
     uint64_t cold_frozen;        /* FROZEN or PINNED dirty buffers CLOCK
                                     passed cold (not referenced since its
@@ -107,19 +123,111 @@ struct ubj_cache_config {
     uint32_t nbufs;                 /* buffers; >= 16 */
     struct ubj_bufdesc *desc_mem;   /* nbufs descriptors, or NULL = DRAM */
     uint8_t *data_mem;              /* nbufs * 4096 bytes, or NULL = DRAM */
-    /* Called (without c->lock) before a UBJ_BUF_SEAL buffer's bytes go to
-     * the device: fill in checksums.  May be NULL. */
+    /* Called (without c->lock) on the snapshot of a UBJ_BUF_SEAL buffer
+     * (or of a metadata buffer a hook rolled back) just before it goes to
+     * the device, and by ubj_cache_seal on a live buffer: fill in
+     * checksums of `data`, which is what is written.  May be NULL. */
     void (*seal)(void *ctx, uint64_t blkno, void *data);
-    /*
-     * Called (without c->lock) when no buffer can be reused: every buffer
-     * is referenced, pinned, or frozen.  The mode commits/checkpoints so
-     * that some become reusable, and returns 0, or a negative errno to
-     * fail the ubj_cache_get that needed room.  May be NULL.
-     */
-    int (*reclaim)(void *ctx);
-    void *ctx;
+    void *ctx;                      /* seal's */
     unsigned flags;                 /* UBJ_CACHE_* */
 };
+
+/* ---- write hooks (docs/DESIGN.md, "Cache write hooks") ------------------- */
+
+/* What write_begin decided about one write. */
+enum ubj_write_verdict {
+    UBJ_WRITE_AS_IS = 0,        /* write the snapshot as the cache copied it */
+    UBJ_WRITE_ROLLED_BACK = 1,  /* write the snapshot the hook changed (some
+                                   updates undone in it): the live bytes are
+                                   not on the device, the buffer stays DIRTY */
+    UBJ_WRITE_DEFER = 2,        /* do not write it now: it stays DIRTY */
+};
+
+#define UBJ_WRITE_MUST 0x1u   /* write_begin flags: the write must happen --
+                                 deferring is not allowed; a hook whose
+                                 updates are not all satisfied rolls them
+                                 back in the snapshot instead */
+
+/*
+ * struct ubj_cache_hooks -- what a consistency mode hangs on the cache's
+ * writes (after FreeBSD's softdep_disk_io_initiation and
+ * softdep_disk_write_complete) and on its lack of room.  Every member may
+ * be NULL.  ctx is the one given to ubj_cache_set_hooks.
+ *
+ * Common rules for every hook:
+ *  - Called by the cache only, never with c->lock held, by whichever
+ *    thread makes the write or needs the room: today a caller of
+ *    ubj_cache_get/ubj_cache_cow (eviction, reclaim), of
+ *    ubj_cache_write_home or of ubj_cache_writeback (the write-back lock
+ *    held) -- through the file system, so with the mount lock held; the
+ *    timer's write-back takes it too.  Later (issue 18) write_done may run
+ *    on a completion thread without it.  A hook therefore never takes the
+ *    mount lock and never assumes it is held: the mode's own state it
+ *    touches is under the mode's own lock.
+ *  - A hook must not call ubj_cache_get, ubj_cache_cow, ubj_cache_write_home,
+ *    ubj_cache_writeback, ubj_cache_write_bufs or ubj_cache_set_state
+ *    (reclaim excepted: it may call all of them), nor wait for another
+ *    buffer's I/O.  It may call the flag functions and read the device.
+ *
+ * write_begin(ctx, b, blkno, live, snap, flags): a DIRTY buffer b of block
+ *   blkno is about to be written (eviction, write_home, writeback; never
+ *   ubj_cache_write_bufs).  b is io_busy: no other write of it is in
+ *   flight and it cannot be reused; its bytes are stable (the stable-
+ *   buffer rule, below).  `snap` holds a copy of `live` (b->data).  The
+ *   hook returns a verdict: UBJ_WRITE_AS_IS; UBJ_WRITE_ROLLED_BACK after
+ *   undoing in `snap` (never in `live`) the updates whose dependencies are
+ *   not on the device yet; or UBJ_WRITE_DEFER -- not allowed with
+ *   UBJ_WRITE_MUST in flags (reclaim, write_home and UBJ_WB_MUST
+ *   write-backs need the write).  After it, cfg.seal checksums the
+ *   snapshot, and the snapshot is written.
+ * write_done(ctx, b, blkno, rc, rolled_back): called exactly once for
+ *   every write write_begin let through (and every write of a DIRTY
+ *   buffer when there is no write_begin), after the device write finished
+ *   with rc (0 or negative errno), before b stops being io_busy and before
+ *   its state changes (CLEAN after rc 0 unless rolled back or redirtied).
+ *   rolled_back: write_begin said UBJ_WRITE_ROLLED_BACK.  The mode rolls
+ *   forward its records and releases dependents.  Must be short.
+ * reclaim(ctx): ubj_cache_get or ubj_cache_cow found no reusable buffer
+ *   even after asking every deferred candidate with UBJ_WRITE_MUST: every
+ *   buffer is referenced, pinned or frozen.  The mode commits/checkpoints/
+ *   writes back so that some become reusable, and returns 0, or a
+ *   negative errno to fail the call that needed room.
+ *
+ * The stable-buffer rule (this is the one place it is stated; the modes
+ * implement it): from the moment a write of b sets io_busy until its
+ * snapshot is copied and write_begin returned, no writer changes b's
+ * bytes.  Today the mount lock guarantees it (every writer and every
+ * write hold it); when writers stop holding it across a write (issue 20)
+ * a writer that needs an io_busy buffer waits for io_busy to clear or
+ * works on a copy.  After the copy the live buffer may change freely: a
+ * change marked dirty while the write is in flight keeps the buffer DIRTY
+ * (it is written again).
+ */
+struct ubj_cache_hooks {
+    int (*write_begin)(void *ctx, struct ubj_buf *b, uint64_t blkno,
+                       const void *live, void *snap, unsigned flags);
+    void (*write_done)(void *ctx, struct ubj_buf *b, uint64_t blkno, int rc,
+                       bool rolled_back);
+    int (*reclaim)(void *ctx);
+};
+
+/*
+ * ubj_cache_set_hooks -- from now on the cache calls *h (copied; NULL: no
+ * hooks) with ctx.  A mode calls it in its mount once its state exists;
+ * src/txn/txn.c clears it after the mode's unmount (and a failed mount).
+ * Call it only while no other thread uses the cache and no write is in
+ * flight (mount, unmount): a write keeps the hooks it started with.
+ */
+void ubj_cache_set_hooks(struct ubj_cache *c, const struct ubj_cache_hooks *h,
+                         void *ctx);
+
+/*
+ * ubj_cache_reclaim -- call the reclaim hook now, as ubj_cache_get does when
+ * it finds no room (counted in stats.reclaims): for tests, and a caller
+ * that wants room made before it needs it.  The caller holds no c->lock
+ * (never does).  Returns the hook's result, or -ENOBUFS without a hook.
+ */
+int ubj_cache_reclaim(struct ubj_cache *c);
 
 /* desc_mem/data_mem hold the buffers of an earlier life (a persistent
  * region after a restart): create leaves them untouched, and nothing but
@@ -156,10 +264,12 @@ void ubj_cache_destroy(struct ubj_cache *c);
 /*
  * ubj_cache_get -- a referenced buffer holding block `blkno` (its newest
  * version).  On a miss, reuses a CLEAN or FREE buffer (CLOCK), or writes a
- * DIRTY unpinned one home first, or calls cfg.reclaim; reads the block
- * unless UBJ_GET_NOREAD.  Returns 0 and *out; -EINVAL (blkno beyond the
- * device); -EIO (read failed: nothing is cached); -ENOBUFS (every buffer
- * referenced: the cache is too small for the caller); reclaim's error.
+ * DIRTY unpinned one home first (its write_begin may defer it: then, if
+ * nothing else was reusable, CLOCK asks again with UBJ_WRITE_MUST), or
+ * calls the reclaim hook; reads the block unless UBJ_GET_NOREAD.  Returns
+ * 0 and *out; -EINVAL (blkno beyond the device); -EIO (read failed:
+ * nothing is cached); -ENOBUFS (every buffer referenced: the cache is too
+ * small for the caller); reclaim's error.
  */
 int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
                   struct ubj_buf **out);
@@ -194,19 +304,26 @@ void ubj_cache_clear_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f);
 
 /*
  * ubj_cache_write_home -- write b (which the caller references) to its home
- * block now (sealing it first), and mark it CLEAN if it was DIRTY or
- * FROZEN.  No device flush.  Returns 0 or -EIO (state unchanged).
+ * block now, from a sealed snapshot (a DIRTY one through the hooks, asked
+ * with UBJ_WRITE_MUST), and mark it CLEAN if it was DIRTY (and not rolled
+ * back or redirtied) or FROZEN.  No device flush.  Returns 0 or -EIO
+ * (state unchanged).
  */
 int ubj_cache_write_home(struct ubj_cache *c, struct ubj_buf *b);
 
 #define UBJ_WB_FLUSH  0x1u   /* flush the device afterwards */
 #define UBJ_WB_PINNED 0x2u   /* also write pinned buffers */
+#define UBJ_WB_MUST   0x4u   /* no deferral: write_begin gets UBJ_WRITE_MUST */
 
 /*
  * ubj_cache_writeback -- write every DIRTY (and, with UBJ_WB_PINNED,
- * pinned) buffer home in block order, then optionally flush the device.
- * Buffers become CLEAN.  Returns 0 or the first -EIO (the failed buffers
- * stay DIRTY; the rest are still written).
+ * pinned) buffer home in block order, coalesced, each from a sealed
+ * snapshot through the hooks, then optionally flush the device.  Buffers
+ * become CLEAN, except those write_begin deferred (unless UBJ_WB_MUST) or
+ * rolled back: they stay DIRTY (a mode that needs everything home calls
+ * again; ubj_cache_stats_get's `dirty` says what is left).  Returns 0 or
+ * the first -EIO (the failed buffers stay DIRTY; the rest are still
+ * written).
  */
 int ubj_cache_writeback(struct ubj_cache *c, unsigned flags);
 
@@ -234,8 +351,15 @@ void ubj_cache_forget(struct ubj_cache *c, uint64_t blkno);
  */
 int ubj_cache_cow(struct ubj_cache *c, struct ubj_buf **b, uint64_t txid);
 
-/* ubj_cache_seal -- if b is marked UBJ_BUF_SEAL, call cfg.seal on it now
- * and clear the mark (a mode freezing b). */
+/*
+ * ubj_cache_seal -- if b is marked UBJ_BUF_SEAL, call cfg.seal on its live
+ * bytes now and clear the mark: a mode that copies or persists the live
+ * buffer itself (UBJ freezing b at commit, the journal copying it to the
+ * log).  Precondition: no handle can change b meanwhile -- the mode calls
+ * it only at commit, when no operation is open.  It waits for a write of
+ * b in flight and holds io_busy while it seals, so no write copies a
+ * half-written checksum.
+ */
 void ubj_cache_seal(struct ubj_cache *c, struct ubj_buf *b);
 
 /*
@@ -252,9 +376,11 @@ uint32_t ubj_cache_revoke(struct ubj_cache *c, uint64_t blkno, uint32_t *out,
 /*
  * ubj_cache_write_bufs -- write the buffers with indices idx[0..n) home,
  * sorted by block number with block 0 (the superblock) last, coalesced,
- * without sealing them and without changing their
+ * without sealing them, without the write hooks and without changing their
  * state (UBJ checkpoint: the mode makes them CLEAN once the device was
- * flushed).  Only buffers that are FROZEN when the call starts, and, if
+ * flushed).  Zero copy: a run of buffers adjacent in the pool goes straight
+ * from it -- FROZEN bytes never change (the mode copies on write), so they
+ * need no snapshot; other runs are gathered into a snapshot.  Only buffers that are FROZEN when the call starts, and, if
  * txid is not NULL, still carry txid[k] (the committed transaction they
  * were listed with), are written: their bytes cannot change while in
  * flight (a checkpoint that would make one CLEAN waits for the write).

@@ -558,13 +558,6 @@ static void super_timer_stop(struct ubj_fs *fs)
 
 /* ---- mount and unmount -------------------------------------------------- */
 
-/* super_reclaim -- cache reclaim callback: ask the mode for room. */
-static int super_reclaim(void *ctx)
-{
-    struct ubj_fs *fs = ctx;
-    return ubj_txn_reclaim(&fs->txn);
-}
-
 /* super_fs_new -- allocate and initialise a struct ubj_fs. */
 static int super_fs_new(struct ubj_bdev *dev, const struct ubj_config *cfg,
                         struct ubj_fs **out)
@@ -767,7 +760,8 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
     if (nbufs < SUPER_CACHE_MIN)
         nbufs = SUPER_CACHE_MIN;
     struct ubj_cache_config cc = {
-        .nbufs = nbufs, .seal = fs_seal, .reclaim = super_reclaim, .ctx = fs,
+        .nbufs = nbufs, .seal = fs_seal, .ctx = fs,   /* the mode registers
+                                                         its hooks at mount */
     };
     struct ubj_mode_image img;
     fs_mode_image(&fs->sb, fs->dev, (fs->flags & UBJ_MOUNT_RDONLY) != 0, &img);

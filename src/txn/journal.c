@@ -964,7 +964,13 @@ static int jnl_geom(struct ubj_txn *t, const char *mode, struct ubj_jgeom *g)
     return rc;
 }
 
-/* jnl_mount -- find the journal, recover, set up the empty log. */
+static int jnl_reclaim(void *ctx);
+/* the cache hooks: reclaim only (no write hooks: PINNED keeps what is not
+ * committed from the device, J1) */
+static const struct ubj_cache_hooks jnl_hooks = { .reclaim = jnl_reclaim };
+
+/* jnl_mount -- find the journal, register the reclaim hook, recover, set
+ * up the empty log. */
 static int jnl_mount(struct ubj_txn *t, enum jnl_flavour fl)
 {
     struct ubj_jgeom g;
@@ -981,6 +987,7 @@ static int jnl_mount(struct ubj_txn *t, enum jnl_flavour fl)
     s->loglen = g.blocks - UBJ_JOURNAL_FIRST;
     s->head = UBJ_JOURNAL_FIRST;
     t->priv = s;
+    ubj_cache_set_hooks(t->cache, &jnl_hooks, t);
     rc = ubj_jsuper_read(&s->g, s->js);
     if (rc == 0)
         rc = jnl_recover(t);
@@ -1237,10 +1244,12 @@ static int jnl_tick(struct ubj_txn *t)
     return rc;
 }
 
-/* jnl_reclaim -- the cache is full: commit at a handle boundary, write
- * committed buffers home.  -ENOBUFS if that made no room. */
-static int jnl_reclaim(struct ubj_txn *t)
+/* jnl_reclaim -- the cache's reclaim hook (ctx: the mount): commit at a
+ * handle boundary, write committed buffers home.  -ENOBUFS if that made no
+ * room. */
+static int jnl_reclaim(void *ctx)
 {
+    struct ubj_txn *t = ctx;
     struct jnl_state *s = jnl_of(t);
     if (s->rdonly || s->error)
         return ubj_set_error(-ENOBUFS, "journal: the cache (%u buffers) is full "
@@ -1308,7 +1317,6 @@ static int jnl_mount_writeback(struct ubj_txn *t)
         .stop = jnl_stop,                                                    \
         .commit = jnl_commit,                                                \
         .tick = jnl_tick,                                                    \
-        .reclaim = jnl_reclaim,                                              \
         .prepare = jnl_prepare,                                              \
     }
 

@@ -233,12 +233,18 @@ struct ubj_mode_record {
 #define UBJ_COMMIT_SYNC 0x4u   /* sync(2): also write committed blocks home
                                   (UBJ checkpoints; other modes ignore it) */
 
-#define UBJ_MODE_OPS_VERSION 1u
+/* 2: `reclaim` left the table -- a mode registers it with the cache, beside
+ * its write hooks (ubj_cache_set_hooks in its mount; "Cache write hooks"
+ * below) */
+#define UBJ_MODE_OPS_VERSION 2u
 
 struct ubj_mode_ops {
     uint32_t version;     /* UBJ_MODE_OPS_VERSION */
     const char *name;     /* "none", ... */
-    /* mount: set up state in t->priv; run recovery.  0 or -errno. */
+    /* mount: set up state in t->priv, register the mode's cache hooks
+     * (ubj_cache_set_hooks(t->cache, .., t): at least its reclaim) once
+     * that state exists; run recovery.  0 or -errno (txn.c clears the
+     * hooks after a failed mount and after unmount). */
     int (*mount)(struct ubj_txn *t);
     /* unmount: final commit, write everything home, flush.  0 or -EIO. */
     int (*unmount)(struct ubj_txn *t);
@@ -256,8 +262,6 @@ struct ubj_mode_ops {
     int (*commit)(struct ubj_txn *t, unsigned flags);
     /* the periodic timer fired (every commit_interval_ms). */
     int (*tick)(struct ubj_txn *t);
-    /* the cache has no reusable buffer: make room. */
-    int (*reclaim)(struct ubj_txn *t);
     /*
      * The verbs of mount and fsck (all optional, NULL: nothing to do),
      * called through src/txn/txn.c only (ubj_txn_check_last,
@@ -440,6 +444,10 @@ int ubj_txn_forget(struct ubj_handle *h, uint64_t blkno);
 int ubj_txn_stop(struct ubj_handle *h);
 int ubj_txn_commit(struct ubj_txn *t, unsigned flags);
 int ubj_txn_tick(struct ubj_txn *t);
+/* ubj_txn_reclaim -- the reclaim hook the mode registered with the cache,
+ * called now (ubj_cache_reclaim) and traced: what the cache calls when it
+ * has no room; for tests that want a reclaim at a chosen point.  The file
+ * system never calls it: the cache calls the mode directly. */
 int ubj_txn_reclaim(struct ubj_txn *t);
 /* ubj_txn_event -- the file system made change *ev within h (the
  * contracts above): to the checker (test builds, UBJ_CHECK_EVENTS=1),

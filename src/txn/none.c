@@ -23,8 +23,11 @@
  *   stop          0
  *   commit        ubj_cache_writeback(UBJ_WB_FLUSH); counts a commit and a
  *                 device flush; the next transaction id
- *   tick/reclaim  ubj_cache_writeback without a flush
+ *   tick          ubj_cache_writeback without a flush
  *   unmount       a commit, then frees the per-mount state
+ * Cache hooks (registered at mount): reclaim only -- ubj_cache_writeback
+ * without a flush; no write hooks, so every dirty buffer is written as it
+ * is whenever the cache writes it.
  *
  * Invariants: t->priv is a struct none_state from mount to unmount;
  * state->depth is the number of started, not yet stopped, handles (0 or,
@@ -50,7 +53,18 @@ static inline struct none_state *none_of(struct ubj_txn *t)
     return t->priv;
 }
 
-/* none_mount -- allocate the per-mount state; there is nothing to recover. */
+/* none_reclaim -- the cache's reclaim hook: make buffers reusable by
+ * writing the dirty ones home. */
+static int none_reclaim(void *ctx)
+{
+    struct ubj_txn *t = ctx;
+    return ubj_cache_writeback(t->cache, 0);
+}
+
+static const struct ubj_cache_hooks none_hooks = { .reclaim = none_reclaim };
+
+/* none_mount -- allocate the per-mount state, register the reclaim hook;
+ * there is nothing to recover. */
 static int none_mount(struct ubj_txn *t)
 {
     struct none_state *s = calloc(1, sizeof *s);
@@ -58,6 +72,7 @@ static int none_mount(struct ubj_txn *t)
         return ubj_set_error(-ENOMEM, "mode none: out of memory");
     s->h.t = t;
     t->priv = s;
+    ubj_cache_set_hooks(t->cache, &none_hooks, t);
     return 0;
 }
 
@@ -134,12 +149,6 @@ static int none_tick(struct ubj_txn *t)
     return ubj_cache_writeback(t->cache, 0);
 }
 
-/* none_reclaim -- make buffers reusable by writing the dirty ones home. */
-static int none_reclaim(struct ubj_txn *t)
-{
-    return ubj_cache_writeback(t->cache, 0);
-}
-
 const struct ubj_mode_ops ubj_mode_none = {
     .version = UBJ_MODE_OPS_VERSION,
     .name = "none",
@@ -152,5 +161,4 @@ const struct ubj_mode_ops ubj_mode_none = {
     .stop = none_stop,
     .commit = none_commit,
     .tick = none_tick,
-    .reclaim = none_reclaim,
 };

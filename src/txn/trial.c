@@ -47,8 +47,6 @@ static int trial_commit(struct ubj_txn *t, unsigned flags)
 }
 /* trial_tick -- none's tick. */
 static int trial_tick(struct ubj_txn *t) { return ubj_mode_none.tick(t); }
-/* trial_reclaim -- none's reclaim. */
-static int trial_reclaim(struct ubj_txn *t) { return ubj_mode_none.reclaim(t); }
 
 const struct ubj_mode_ops ubj_mode_trial = {
     .version = UBJ_MODE_OPS_VERSION,
@@ -62,7 +60,6 @@ const struct ubj_mode_ops ubj_mode_trial = {
     .stop = trial_stop,
     .commit = trial_commit,
     .tick = trial_tick,
-    .reclaim = trial_reclaim,
 };
 #else
 typedef int trial_unused;   /* ISO C: a translation unit is not empty */

@@ -6,7 +6,8 @@
  * argument assertions.
  *
  * Owns: t's common fields (ops, cache, dev, txid, stats, img, check) at
- * mount, the semantic events' dispatch (ubj_txn_event) and the event
+ * mount, clearing the cache hooks a mode registered (ubj_cache_set_hooks,
+ * in its mount) after its unmount or failed mount, the semantic events' dispatch (ubj_txn_event) and the event
  * checker's place beside every call (src/txn/evcheck.c: test builds,
  * UBJ_CHECK_EVENTS=1; it only reads, the mode gets every call unchanged),
  * and the verbs of format and mount (ubj_txn_format_*, check_last,
@@ -196,6 +197,8 @@ int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
     TXN_TRACE(t, "mount", 0, rc);
     if (rc == 0)
         t->check = ubj_evcheck_open();
+    else
+        ubj_cache_set_hooks(c, NULL, NULL);   /* what the mode registered */
     return rc;
 }
 
@@ -205,6 +208,7 @@ int ubj_txn_unmount(struct ubj_txn *t)
     assert(t != NULL && t->ops != NULL);
     int rc = t->ops->unmount(t);
     TXN_TRACE(t, "unmount", 0, rc);
+    ubj_cache_set_hooks(t->cache, NULL, NULL);   /* the mode's state is gone */
     ubj_evcheck_close(t->check);
     t->check = NULL;
     return rc;
@@ -286,11 +290,11 @@ int ubj_txn_tick(struct ubj_txn *t)
     return rc;
 }
 
-/* ubj_txn_reclaim -- the cache needs reusable buffers. */
+/* ubj_txn_reclaim -- the mode's reclaim hook, now (tests). */
 int ubj_txn_reclaim(struct ubj_txn *t)
 {
     assert(t != NULL && t->ops != NULL);
-    int rc = t->ops->reclaim(t);
+    int rc = ubj_cache_reclaim(t->cache);
     TXN_TRACE(t, "reclaim", 0, rc);
     return rc;
 }

@@ -751,7 +751,13 @@ static struct ubjm_state *ubjm_state_new(uint32_t n)
     return s;
 }
 
-/* ubjm_mount -- the region (from prepare) must back the cache; recover. */
+static int ubjm_reclaim(void *ctx);
+/* the cache hooks: reclaim only (UBJ writes home what it froze itself,
+ * with ubj_cache_write_bufs; the cache never writes its DIRTY buffers: U4) */
+static const struct ubj_cache_hooks ubjm_hooks = { .reclaim = ubjm_reclaim };
+
+/* ubjm_mount -- the region (from prepare) must back the cache; register the
+ * reclaim hook; recover. */
 static int ubjm_mount(struct ubj_txn *t)
 {
     const struct ubjm_prep *p = t->arg;
@@ -769,6 +775,7 @@ static int ubjm_mount(struct ubj_txn *t)
     s->rdonly = p->rdonly != 0;
     s->committed = ubj_nvm_committed(r);
     t->priv = s;
+    ubj_cache_set_hooks(t->cache, &ubjm_hooks, t);
     int rc = ubjm_recover(t);
     if (rc < 0) {
         ubjm_state_free(s);
@@ -950,10 +957,12 @@ static int ubjm_tick(struct ubj_txn *t)
     return rc;
 }
 
-/* ubjm_reclaim -- the cache is full: free out-of-date versions; commit if
- * no handle is open; checkpoint.  -ENOBUFS if none of it made room. */
-static int ubjm_reclaim(struct ubj_txn *t)
+/* ubjm_reclaim -- the cache's reclaim hook (ctx: the mount): free
+ * out-of-date versions; commit if no handle is open; checkpoint.
+ * -ENOBUFS if none of it made room. */
+static int ubjm_reclaim(void *ctx)
 {
+    struct ubj_txn *t = ctx;
     struct ubjm_state *s = ubjm_of(t);
     uint64_t dirty, frozen;
     int rc = ubjm_free_olds(t);
@@ -996,7 +1005,6 @@ const struct ubj_mode_ops ubj_mode_ubj = {
     .stop = ubjm_stop,
     .commit = ubjm_commit,
     .tick = ubjm_tick,
-    .reclaim = ubjm_reclaim,
     .check_last = ubjm_check_last,
     .prepare = ubjm_prepare,
     .record = ubjm_record,

@@ -183,10 +183,9 @@ static struct fix *fix_open(struct ubj_bdev *dev)
     assert_non_null(f);
     f->dev = dev;
     dev_init(dev, 256);
-    struct ubj_cache_config cfg = {
-        .nbufs = NBUFS, .seal = cb_seal, .reclaim = cb_reclaim, .ctx = f,
-    };
+    struct ubj_cache_config cfg = { .nbufs = NBUFS, .seal = cb_seal, .ctx = f };
     assert_int_equal(ubj_cache_create(dev, &cfg, &f->c), 0);
+    ubj_cache_set_hooks(f->c, &(struct ubj_cache_hooks){ .reclaim = cb_reclaim }, f);
     return f;
 }
 

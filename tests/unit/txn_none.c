@@ -26,20 +26,13 @@ struct fix {
     int mounted;
 };
 
-/* cb_reclaim -- the cache's reclaim callback, wired to the mode. */
-static int cb_reclaim(void *ctx)
-{
-    struct fix *f = ctx;
-    return ubj_txn_reclaim(&f->t);
-}
-
 /* setup -- RAM device of 256 zero blocks, 32-buffer cache, mode none. */
 static int setup(void **state)
 {
     struct fix *f = calloc(1, sizeof *f);
     assert_non_null(f);
     assert_int_equal(ubj_bdev_ram_create(256, &f->dev), 0);
-    struct ubj_cache_config cfg = { .nbufs = 32, .reclaim = cb_reclaim, .ctx = f };
+    struct ubj_cache_config cfg = { .nbufs = 32 };   /* none registers its reclaim */
     assert_int_equal(ubj_cache_create(f->dev, &cfg, &f->c), 0);
     const struct ubj_mode_ops *ops = ubj_mode_find("none");
     assert_ptr_equal(ops, &ubj_mode_none);
