@@ -744,7 +744,9 @@ static bool cache_clock_dirty_locked(struct ubj_cache *c, struct ubj_buf *b,
 /*
  * cache_clock_locked -- sweep at most two rounds for a reusable buffer;
  * returns it FREE and unhashed, or NULL.  A DIRTY candidate is written
- * home (lock dropped; write_begin asked with wflags) and looked at again;
+ * home (lock dropped; write_begin asked with wflags) and looked at again
+ * (that second look is not a step of the two rounds: a candidate written
+ * at the last step is still taken);
  * one it deferred or rolled back is passed for the rest of the sweep
  * (*deferred set), a failed write is remembered in *io_err and the
  * candidate passed over.
@@ -754,6 +756,7 @@ static struct ubj_buf *cache_clock_locked(struct ubj_cache *c, unsigned wflags,
 {
     if (++c->sweep == 0)
         c->sweep = 1;   /* 0 is "never deferred" */
+    uint64_t relooks = 0;   /* a written candidate's second look is free */
     for (uint64_t steps = 0; steps < 2ull * c->nbufs; steps++) {
         struct ubj_buf *b = &c->bufs[c->hand];
         uint32_t next = c->hand + 1 == c->nbufs ? 0 : c->hand + 1;
@@ -775,7 +778,9 @@ static struct ubj_buf *cache_clock_locked(struct ubj_cache *c, unsigned wflags,
             if (b->defer_sweep == c->sweep ||
                 cache_clock_dirty_locked(c, b, wflags, io_err, deferred))
                 c->hand = next;
-            continue;   /* the lock was dropped: look at b again */
+            else if (relooks++ < c->nbufs)
+                steps--;   /* written: look at b again, even at the end */
+            continue;      /* (the lock was dropped meanwhile) */
         }
         assert(b->d->state == UBJ_BUF_CLEAN);
         c->hand = next;
