@@ -480,8 +480,9 @@ static int dir_insert_at(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref
     memcpy(r + pos, rec, len);
     dir_node(b)->used = (uint16_t)(used + len);
     dir_node(b)->nrec++;
-    rc = dir_ev(h, dir, b, dir_node(b)->level ? UBJ_EV_DIR_SPLIT : UBJ_EV_DIRENT_ADD,
-                used + len, dir_node(b)->level ? NULL : rec, dir->ino);
+    bool leaf = dir_node(b)->level == 0;   /* DIRENT_ADD's a: the inode named */
+    rc = dir_ev(h, dir, b, leaf ? UBJ_EV_DIRENT_ADD : UBJ_EV_DIR_SPLIT, used + len,
+                leaf ? rec : NULL, leaf ? dir_get64(rec + 8) : dir->ino);
     if (rc < 0) {
         ubj_cache_put(fs->cache, b);
         return rc;
