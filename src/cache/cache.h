@@ -345,7 +345,7 @@ void ubj_cache_forget(struct ubj_cache *c, uint64_t blkno);
  * is FROZEN, copies it into another buffer that becomes the newest
  * version, DIRTY in `txid`, PINNED, of the same kind, with the frozen one
  * as its older version (untouched).  *b is replaced by the buffer to
- * modify (the reference moves to it).  May call cfg.reclaim for room.
+ * modify (the reference moves to it).  May call the reclaim hook for room.
  * Returns 1 (copied), 0 (no copy needed), -ESTALE (the block was revoked:
  * *b is a dropped version), -ENOBUFS or reclaim's error.
  */

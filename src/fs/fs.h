@@ -30,8 +30,10 @@
  * Buffers: metadata is read with fs_meta_read (verifies magic, block
  * number and crc32c the first time the block comes from the device) and
  * changed with fs_meta_write_begin / fs_meta_dirty; the checksum is filled
- * in lazily by the cache's seal callback right before the block is written
- * (or frozen / journaled by a mode).
+ * in lazily by the cache's seal callback on the snapshot of each write,
+ * right before it goes to the device (or on the live buffer when a mode
+ * freezes or journals it: ubj_cache_seal) -- the live buffer's crc field
+ * is stale while the buffer is marked UBJ_BUF_SEAL.
  *
  * Events: every change to a metadata block is also described to the mode
  * by a semantic event (src/txn/mode.h, "Semantic events") between the

@@ -66,7 +66,9 @@ int fs_block_verify(uint32_t seed, const void *data, uint32_t magic, uint64_t bl
     return meta_block_problem(seed, data, magic, blkno) ? -EUCLEAN : 0;
 }
 
-/* fs_seal -- cache seal callback: checksum with the magic the block holds. */
+/* fs_seal -- cache seal callback: checksum with the magic the block holds
+ * (data is the snapshot being written, or a live buffer at a mode's
+ * commit: what the device or the log gets). */
 void fs_seal(void *ctx, uint64_t blkno, void *data)
 {
     struct ubj_fs *fs = ctx;

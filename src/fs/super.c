@@ -7,7 +7,7 @@
  * Invariants:
  *  - fs->sb is the authoritative superblock while mounted [fs->lock]; block
  *    0's cache buffer receives a copy through fs_super_dirty() whenever a
- *    field changes, and the cache seals it (crc) lazily before it is written.
+ *    field changes, and the cache seals (crc) the snapshot it writes.
  *  - ubj_format writes straight to the device, never through a cache, and
  *    writes the superblock last (after zapping the old one first), so a
  *    half-formatted device never mounts.

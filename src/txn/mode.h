@@ -23,7 +23,10 @@
  *
  * Locking: the file system calls every function here with its mount lock
  * held, so a mode sees one operation at a time; a mode's own background
- * work (none: the write-back timer) takes the mount lock too.
+ * work (none: the write-back timer) takes the mount lock too.  The cache
+ * hooks a mode registers are different: the cache calls them from
+ * whichever thread writes or needs room, maybe without the mount lock
+ * (src/cache/cache.h): they never take it.
  */
 #ifndef UBJ_TXN_MODE_H
 #define UBJ_TXN_MODE_H
@@ -67,11 +70,14 @@ struct ubj_evcheck;  /* the event checker (src/txn/evcheck.c) */
  *    lies in the range of one of its events (the checker proves it in
  *    test builds).  Data blocks (UBJ_KIND_DATA) have no events; the
  *    metadata pointing at them does (EXT_MAP).
- *  - Fits the write hooks to come (issue 16 item 2): an event names the
- *    block and bytes a mode would roll back in its write-begins hook
- *    (the dependency's "undo" range) and roll forward in write-completes;
- *    ranges are small and within one block, so a rollback copies a few
- *    bytes into the stable snapshot, never touches the live buffer.
+ *  - Fits the cache write hooks (struct ubj_cache_hooks in
+ *    src/cache/cache.h, registered by the mode's mount; docs/DESIGN.md,
+ *    "Cache write hooks"): an event names the block and bytes a mode
+ *    rolls back in its write_begin hook (the dependency's "undo" range,
+ *    its old bytes kept from write_access) and releases in write_done;
+ *    ranges are within one block, so a rollback copies bytes into the
+ *    stable snapshot that is written, never into the live buffer.  Mode
+ *    trial (UBJ_TRIAL_HOOKS=1) does it for R1 and R2 below.
  *
  * Ordering rules of seed 003 (Ganger & Patt) a mode can enforce from them:
  *  R1 initialise before pointing: a new inode (INODE_INIT) or node
