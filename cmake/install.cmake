@@ -27,7 +27,9 @@ install(FILES ${UBJ_PUBLIC_HEADERS}
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ubjfs COMPONENT dev)
 if(UBJ_INSTALL_EVAL)
   # an archive for the project's own evaluation programs: it has no public
-  # header (src/bench/harness.h and src/crash/crash.h are internal)
+  # header (src/bench/harness.h and src/crash/crash.h are internal) and
+  # holds the core's objects with their internal names: linked instead of
+  # libubjfs.a (whose names it defines too), never beside it
   install(TARGETS ubjfs_eval ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT eval)
 endif()
 

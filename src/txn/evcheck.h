@@ -16,7 +16,8 @@ void ubj_evcheck_close(struct ubj_evcheck *c);
 /* ubj_evcheck_drop -- checker c was opened with UBJ_TEST_DROP_EVENT
  * naming this event type: the dispatch drops it, so a test proves the
  * checker catches a missing event (read at open, i.e. at each mount). */
-bool ubj_evcheck_drop(const struct ubj_evcheck *c, enum ubj_event_type type);/* after the mode's write_access gave b: snapshot it (first time in h) */
+bool ubj_evcheck_drop(const struct ubj_evcheck *c, enum ubj_event_type type);
+/* after the mode's write_access gave b: snapshot it (first time in h) */
 void ubj_evcheck_access(struct ubj_evcheck *c, struct ubj_handle *h,
                         struct ubj_buf *b);
 /* an event: check it against the buffer, record its range */

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,4 +527,25 @@ void t_no_hooks(void **state)
         fail_msg("CI=true, so this may not skip: needs a test build (UBJ_TEST_HOOKS)");
     print_message("SKIP: needs a test build (UBJ_TEST_HOOKS)\n");
     skip();
+}
+
+/* UBJ_CHECK_EVENTS's value saved by t_unchecked_begin ("" if unset). */
+static char t_unchecked_saved[16];
+static bool t_unchecked_was_set;
+
+/* t_unchecked_begin -- unset UBJ_CHECK_EVENTS, keeping its value. */
+void t_unchecked_begin(void)
+{
+    const char *v = getenv("UBJ_CHECK_EVENTS");
+    t_unchecked_was_set = v != NULL;
+    snprintf(t_unchecked_saved, sizeof t_unchecked_saved, "%s", v ? v : "");
+    unsetenv("UBJ_CHECK_EVENTS");
+}
+
+/* t_unchecked_end -- restore UBJ_CHECK_EVENTS. */
+void t_unchecked_end(void)
+{
+    if (t_unchecked_was_set)
+        setenv("UBJ_CHECK_EVENTS", t_unchecked_saved, 1);
+    t_unchecked_was_set = false;
 }

@@ -13,6 +13,8 @@
  *    so a range can be filled and verified anywhere in a file.
  *  - t_no_hooks: the cmocka test that stands for one needing the test
  *    hooks (CMake option UBJ_TEST_HOOKS) in a build without them.
+ *  - t_unchecked_begin/end: mounts without the event checker, for a test
+ *    that damages metadata by design.
  */
 #ifndef UBJ_TESTUTIL_H
 #define UBJ_TESTUTIL_H
@@ -192,5 +194,16 @@ void t_sleep_ns(long ns);
  * (whose builds have the option on) fails instead.  A test needing the
  * hooks is compiled `#if UBJ_TEST_HOOKS`, else `#define test_x t_no_hooks`. */
 void t_no_hooks(void **state);
+
+/* t_unchecked_begin -- the mounts made until t_unchecked_end run without
+ * the event checker (src/txn/evcheck.c: UBJ_CHECK_EVENTS, read at each
+ * mount, is unset meanwhile).  Only for a test that damages metadata by
+ * design, which no event describes; a test that changes metadata as the
+ * file system would emits the events instead (fs_event, fs_ievent).  Not
+ * nestable; not thread-safe (setenv): call with no mount of another
+ * thread starting. */
+void t_unchecked_begin(void);
+/* t_unchecked_end -- UBJ_CHECK_EVENTS as it was before t_unchecked_begin. */
+void t_unchecked_end(void);
 
 #endif /* UBJ_TESTUTIL_H */

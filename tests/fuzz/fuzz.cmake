@@ -13,7 +13,7 @@ set(UBJ_FUZZ_DEFS UBJ_FUZZ_FIELDS_DEFAULT="${CMAKE_SOURCE_DIR}/tests/fuzz/fields
 add_library(ubjfs_fuzz STATIC ${UBJ_FUZZ_SRC})
 target_include_directories(ubjfs_fuzz PUBLIC ${CMAKE_SOURCE_DIR}/tests/fuzz/lib ${CMAKE_SOURCE_DIR}/src)
 target_compile_definitions(ubjfs_fuzz PRIVATE ${UBJ_FUZZ_DEFS})
-target_link_libraries(ubjfs_fuzz PUBLIC ubjfs_eval ubjfs_core)
+target_link_libraries(ubjfs_fuzz PUBLIC ubjfs_eval)
 # reasons and messages are cut to their buffers on purpose: gcc's
 # -Wformat-truncation (seen at -Os) is not a finding there
 set(UBJ_FUZZ_WARN $<$<C_COMPILER_ID:GNU>:-Wno-format-truncation>)

@@ -2,8 +2,9 @@
 # tests/pkg/install.sh -- `cmake --install` as a package build uses it:
 # into a DESTDIR staging tree, the exact file list under the prefix and
 # nothing outside it; the soname links; only the public API exported from
-# the shared library; the installed headers compiling alone (strict C11,
-# and C++11);
+# the shared library and defined globally in the static one (a program
+# naming a function as an internal one links with it); the installed
+# headers compiling alone (strict C11, and C++11);
 # the man pages rendering; then the README's library example built with
 # `pkg-config --cflags --libs ubjfs` against the staged tree (sysroot) and
 # run, linked shared and static; and once more against an install with
@@ -74,6 +75,14 @@ diff "$tmp/api" "$tmp/exports" >"$tmp/diff" ||
 [ "$(wc -l <"$tmp/api")" -gt 50 ] || fail "only $(wc -l <"$tmp/api") functions found in the headers"
 nm -D --defined-only "$L/libubjfs.so.0" | grep -qE ' (ck_|fs_|cx_|cache_|nvm_|jnl_)' &&
   fail "an internal symbol is exported: $(nm -D --defined-only "$L/libubjfs.so.0" | grep -E ' (ck_|fs_|cx_)' | head -3)"
+# the static library: no global definition but the public functions (an
+# internal name would collide with a name of a program linking it)
+nm -g --defined-only "$L/libubjfs.a" | awk 'NF == 3 {print $3}' |
+  LC_ALL=C sort -u >"$tmp/aglobals"
+LC_ALL=C comm -23 "$tmp/aglobals" "$tmp/api" >"$tmp/extra"
+[ ! -s "$tmp/extra" ] ||
+  fail "libubjfs.a defines $(wc -l <"$tmp/extra") global names outside include/ubjfs/'s functions: $(head -5 "$tmp/extra" | tr '\n' ' ')"
+[ -s "$tmp/aglobals" ] || fail "libubjfs.a defines no global name (nm)"
 "$B/ubjfs" version >/dev/null || fail "the installed ubjfs does not run"
 
 # --- the installed headers alone, strict C11; the man pages render ----------
@@ -138,6 +147,14 @@ static=$(pkg-config --static --libs ubjfs | sed 's/-lubjfs/-l:libubjfs.a/')
 run 0 cc "${cflags[@]}" "$tmp/hello.c" $(pkg-config --cflags ubjfs) $static -o "$tmp/hello_static"
 readelf -d "$tmp/hello_static" | grep -q 'libubjfs' && fail "hello_static needs a libubjfs.so"
 check_hello "$tmp/hello_static" static env
+# a program with a function named as an internal one (fs_start, meta.c)
+# links statically: the name is its own
+printf '%s\n' '#include <ubjfs/ubjfs.h>' 'int fs_start(void);' \
+  'int fs_start(void) { return 7; }' \
+  'int main(void) { return ubj_mount(0, 0, 0) < 0 ? fs_start() : 1; }' >"$tmp/clash.c"
+# shellcheck disable=SC2086
+run 0 cc "${cflags[@]}" "$tmp/clash.c" $(pkg-config --cflags ubjfs) $static -o "$tmp/clash"
+run 7 "$tmp/clash"
 unset PKG_CONFIG_SYSROOT_DIR
 
 # --- --prefix DIR: ubjfs.pc and the links follow the install-time prefix ---

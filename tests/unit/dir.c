@@ -712,6 +712,9 @@ static void forge(struct ubj_fs *fs, ubj_ino_t dino, const struct frec *a, unsig
     d.ip->i_data.dir.nodes = nodes;
     d.ip->blocks = nodes;
     d.ip->size = (uint64_t)nodes * UBJ_BS;
+    /* the new root's event, as fs_dir_init gives it (blocks, size: fs_idirty's) */
+    assert_ok(fs_ievent(h, &d, UBJ_EV_DIR_ROOT, &d.ip->i_data.dir,
+                        sizeof d.ip->i_data.dir, d.ip->i_data.dir.root));
     assert_ok(fs_idirty(fs, h, &d));
     fs_iput(fs, &d);
     assert_ok(fs_stop(fs, h, 0));

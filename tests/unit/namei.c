@@ -46,7 +46,8 @@ static ubj_ino_t look(struct ubj_fs *fs, ubj_ino_t dir, const char *name)
     return ubj_lookup(fs, dir, name, &st) == 0 ? st.ino : 0;
 }
 
-/* set_nlink -- force a link count (to reach the 65000 limit quickly). */
+/* set_nlink -- force a link count (to reach the 65000 limit quickly),
+ * with the LINK_COUNT event the file system gives such a change. */
 static void set_nlink(struct ubj_fs *fs, ubj_ino_t ino, uint32_t n)
 {
     struct ubj_handle *h;
@@ -55,6 +56,7 @@ static void set_nlink(struct ubj_fs *fs, ubj_ino_t ino, uint32_t n)
     assert_ok(fs_iget(fs, ino, &r));
     assert_ok(fs_iwrite(fs, h, &r));
     r.ip->nlink = n;
+    assert_ok(fs_ievent(h, &r, UBJ_EV_LINK_COUNT, &r.ip->nlink, sizeof r.ip->nlink, n));
     assert_ok(fs_idirty(fs, h, &r));
     fs_iput(fs, &r);
     assert_ok(fs_stop(fs, h, 0));
