@@ -12,7 +12,9 @@
  *
  * Invariants: the lower device is only ever read; with UBJ_COW_BORROW
  * destroy leaves it alone, otherwise the overlay owns it.  Flush does
- * nothing (the overlay is memory).  Geometry and guarantees are lower's.
+ * nothing (the overlay is memory; FUA likewise).  Geometry and guarantees
+ * are lower's.  Interface v2: its submit is its own calls
+ * (dev_submit_calls), completed in the caller's thread.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dev/dev_int.h"
 #include "ubjfs/bdev.h"
 #include "util/util.h"
 
@@ -155,12 +158,13 @@ static void ovl_destroy(struct ubj_bdev *d)
 }
 
 static const struct ubj_bdev_ops ovl_ops = {
-    .version = UBJ_BDEV_OPS_VERSION,
+    .version = UBJ_BDEV_OPS_V2,
     .name = "overlay",
     .read = ovl_read,
     .write = ovl_write,
     .flush = ovl_flush,
     .destroy = ovl_destroy,
+    .submit = dev_submit_calls,     /* synchronous, in the caller's thread */
 };
 
 /* ubj_bdev_cow_create -- a memory overlay over lower. */

@@ -29,7 +29,8 @@
  * write completes once in the cache; dirty entries (sequential writes
  * merged) are destaged in idle gaps between requests, when the cache is
  * full (oldest first, charged to the write that needs the room), and by a
- * flush (all of them, in LBN order starting at the head: C-LOOK).
+ * flush (all of them, in LBN order starting at the head: C-LOOK).  A FUA
+ * write bypasses the cache: it costs what a write costs without one.
  *
  * Energy: seek_w during seeks, rw_w during rotation and transfer, idle_w
  * for the rest of a request's service; read-ahead streaming adds
@@ -531,15 +532,17 @@ static double hdd_read(struct hdd *h, uint64_t lbn, uint64_t n, double t,
     return fmax(end, first + bus);
 }
 
-/* hdd_write -- a write of n sectors at lbn starting at t; returns the end. */
-static int hdd_write(struct hdd *h, uint64_t lbn, uint64_t n, double *t,
+/* hdd_write -- a write of n sectors at lbn starting at t; returns the end.
+ * A FUA write goes to the media even with the write cache on (the
+ * write-through path). */
+static int hdd_write(struct hdd *h, uint64_t lbn, uint64_t n, bool fua, double *t,
                      struct hdd_acc *a, struct ubj_model_stats *st)
 {
     double bus = hdd_bus_ns(h, n * h->p.sector_bytes);
     double start = *t + h->p.ovh_write_ms * MODEL_NS_PER_MS;
     if (h->ra_on && lbn < h->ra_limit && lbn + n > h->ra_lo)
         hdd_ra_stop(h, *t, st);
-    if (h->p.write_cache && n <= h->wc_max) {
+    if (h->p.write_cache && n <= h->wc_max && !fua) {
         double end = start + bus;
         if (h->wc_sectors + n > h->wc_max) {
             hdd_ra_stop(h, *t, st);
@@ -571,7 +574,7 @@ static int hdd_submit(void *impl, struct model_req *r, struct ubj_model_stats *s
     if (r->op == MODEL_READ) {
         t = hdd_read(h, lbn, n, t, &a, st);
     } else if (r->op == MODEL_WRITE) {
-        rc = hdd_write(h, lbn, n, &t, &a, st);
+        rc = hdd_write(h, lbn, n, r->fua, &t, &a, st);
     } else {
         hdd_ra_stop(h, t, st);
         t = hdd_flush_all(h, t + h->p.ovh_flush_ms * MODEL_NS_PER_MS, &a, st);

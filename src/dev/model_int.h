@@ -88,7 +88,11 @@ struct model_req {
     enum model_op op;
     uint64_t blkno;         /* first 4096-byte block */
     uint32_t count;         /* blocks (0 for a flush) */
-    uint64_t t_arr;         /* arrival, ns */
+    uint64_t t_arr;         /* arrival at the device, ns */
+    uint64_t t_queued;      /* arrival at the queue above (= t_arr without
+                               one): queueing and response are counted
+                               from here, ns */
+    bool fua;               /* write: durable on completion (write-through) */
     uint64_t t_start;       /* out: service starts (>= t_arr), ns */
     uint64_t t_done;        /* out: completion (>= t_start), ns */
     double energy_j;        /* out: energy charged directly, J */
