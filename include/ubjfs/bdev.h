@@ -274,6 +274,8 @@ struct ubj_req {
     void *qent_;              /* the queue's entry while queued */
     uint64_t qseq_;           /* the queue's submission number */
     const void *qowner_;      /* the queue that numbered it */
+    uint64_t qwseq_;          /* the queue's number of it as a completed
+                                 write not yet durable (0: durable) */
     void *waiter_;            /* a sleeping waiter (src/dev/req.c) */
 };
 
@@ -324,10 +326,9 @@ int ubj_bdev_submit_wait(struct ubj_bdev *d, struct ubj_req *r);
  * ubj_bdev_raise -- raise in-flight `r` (submitted to the stack at `d`)
  * to class `crit`, with `deadline_ns` for UBJ_CRIT_LIMITED (kept if
  * earlier): the first device down the stack that holds requests (a
- * queue) re-files it, and a queue passes the raise on to a request it
- * has already dispatched.  Returns 0 (raised, or nothing to raise: r is
- * complete or on a device that holds nothing), -EINVAL (NULL, an unknown
- * class, or a class below r's).  Thread-safe.
+ * queue) re-files it while it still waits there; once dispatched, or on a
+ * stack that holds nothing, there is nothing to raise.  Returns 0, or
+ * -EINVAL (NULL, an unknown class, or a class below r's).  Thread-safe.
  */
 int ubj_bdev_raise(struct ubj_bdev *d, struct ubj_req *r, enum ubj_req_crit crit,
                    uint64_t deadline_ns);

@@ -180,12 +180,8 @@ int ubj_bdev_cow_create(struct ubj_bdev *lower, unsigned flags,
     }
     pthread_mutex_init(&o->lock, NULL);
     o->flags = flags;
-    o->base.ops = &ovl_ops;
+    dev_wrap_init(&o->base, &ovl_ops, lower);
     o->base.kind = UBJ_BDEV_KIND_COW;
-    o->base.block_size = lower->block_size;
-    o->base.guarantees = lower->guarantees;
-    o->base.nblocks = lower->nblocks;
-    o->base.lower = lower;
     *out = &o->base;
     return 0;
 }

@@ -31,6 +31,18 @@
  * sleeper: ubj_req_complete must wake it). */
 #define DEV_REQ_SLEEPING 3u
 
+/* dev_wrap_init -- a wrapper's handle `b` over `lower`: ops, and lower's
+ * geometry and guarantees. */
+static inline void dev_wrap_init(struct ubj_bdev *b, const struct ubj_bdev_ops *ops,
+                                 struct ubj_bdev *lower)
+{
+    b->ops = ops;
+    b->block_size = lower->block_size;
+    b->guarantees = lower->guarantees;
+    b->nblocks = lower->nblocks;
+    b->lower = lower;
+}
+
 /* dev_req_fua -- true if write r must be durable when it completes. */
 static inline bool dev_req_fua(const struct ubj_req *r)
 {
@@ -53,6 +65,15 @@ void dev_submit_calls(struct ubj_bdev *d, struct ubj_req *r);
  * per request.
  */
 int dev_req_sleep(struct ubj_req *r);
+
+/*
+ * dev_submit_queued -- a queue's dispatch of request r (its own object,
+ * untagged, done == NULL) to device d: as ubj_bdev_submit, but r's
+ * t_arrive and t_dispatch (set by the queue) are kept and dev_flags_
+ * becomes `flags` | DEVF_QUEUED (a model below times r from t_dispatch).
+ * Returns 0 (r completes as usual) or the rejection.  Thread-safe.
+ */
+int dev_submit_queued(struct ubj_bdev *d, struct ubj_req *r, uint32_t flags);
 
 /*
  * dev_req_wait -- wait until r, submitted to d with done == NULL, has

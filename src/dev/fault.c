@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dev/dev_int.h"
 #include "ubjfs/bdev.h"
 #include "util/util.h"
 
@@ -168,11 +169,7 @@ int ubj_bdev_fault_create(struct ubj_bdev *lower, struct ubj_bdev **out)
         free(f);
         return ubj_set_error(-ENOMEM, "fault bdev: cannot create its mutex");
     }
-    f->base.ops = &fault_ops;
-    f->base.block_size = lower->block_size;
-    f->base.guarantees = lower->guarantees;
-    f->base.nblocks = lower->nblocks;
-    f->base.lower = lower;
+    dev_wrap_init(&f->base, &fault_ops, lower);
     *out = &f->base;
     return 0;
 }

@@ -102,12 +102,8 @@ int ubj_bdev_map_create(struct ubj_bdev *lower, const struct ubj_bdev_map *map,
         .destroy = map_destroy,
         .submit = dev_submit_calls,     /* synchronous, in the caller's thread */
     };
-    m->base.ops = &m->ops;
+    dev_wrap_init(&m->base, &m->ops, lower);
     m->base.kind = UBJ_BDEV_KIND_MAP;
-    m->base.block_size = lower->block_size;
-    m->base.guarantees = lower->guarantees;
-    m->base.nblocks = lower->nblocks;
-    m->base.lower = lower;
     *out = &m->base;
     return 0;
 }

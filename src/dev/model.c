@@ -104,6 +104,9 @@ static uint64_t model_hist_pct(const uint64_t *h, uint64_t n, unsigned pct,
 
 /* ---- the device ------------------------------------------------------------ */
 
+/* the model's operation of each request operation (enum ubj_req_op) */
+static const enum model_op model_ops_of[] = { MODEL_READ, MODEL_WRITE, MODEL_FLUSH };
+
 /* model_of -- the model device embedding d. */
 static inline struct model_dev *model_of(struct ubj_bdev *d)
 {
@@ -148,10 +151,9 @@ static void model_account_locked(struct model_dev *m, const struct model_req *r,
 static int model_time(struct model_dev *m, struct ubj_req *q, uint64_t t_arr,
                       uint64_t t_queued)
 {
-    static const enum model_op ops[] = { MODEL_READ, MODEL_WRITE, MODEL_FLUSH };
     bool async = !(q->flags & UBJ_REQ_SYNC);
     struct model_req r = {
-        .op = ops[q->op], .blkno = q->blkno, .count = q->count,
+        .op = model_ops_of[q->op], .blkno = q->blkno, .count = q->count,
         .fua = q->op == UBJ_REQ_WRITE && dev_req_fua(q),
     };
     pthread_mutex_lock(&m->lock);
@@ -250,11 +252,7 @@ static int model_new(size_t ki, void *impl, double idle_w,
     m->t_reset = ubj_clock_now(clock);
     m->last_arr = m->t_reset;
     m->busy_until = m->t_reset;
-    m->base.ops = &model_ops[ki];
-    m->base.block_size = lower->block_size;
-    m->base.guarantees = lower->guarantees;
-    m->base.nblocks = lower->nblocks;
-    m->base.lower = lower;
+    dev_wrap_init(&m->base, &model_ops[ki], lower);
     *out = &m->base;
     return 0;
 }
@@ -297,6 +295,34 @@ int ubj_model_create(const char *kind, const char *profile,
         ubj_clock_put(c);
     }
     return rc;
+}
+
+/* ubj_model_position_ns -- the model kind's positioning estimate. */
+int ubj_model_position_ns(struct ubj_bdev *d, enum ubj_req_op op, uint32_t flags,
+                          uint64_t blkno, uint32_t count, uint64_t t_ns,
+                          uint64_t *out_ns)
+{
+    if (!ubj_model_is_model(d) || out_ns == NULL || (uint32_t)op > UBJ_REQ_FLUSH ||
+        (op != UBJ_REQ_FLUSH && (count == 0 || count > d->nblocks ||
+                                 blkno > d->nblocks - count)))
+        return ubj_set_error(-EINVAL, "model position: not a model device, "
+                             "or a bad request");
+    struct model_dev *m = model_of(d);
+    if (m->kind->position == NULL)
+        return ubj_set_error(-EOPNOTSUPP, "model position: %s has no "
+                             "positioning estimate", m->kind->name);
+    struct model_req r = { .op = model_ops_of[op], .blkno = blkno, .count = count,
+                           .fua = op == UBJ_REQ_WRITE && (flags & UBJ_REQ_FUA) };
+    pthread_mutex_lock(&m->lock);
+    int rc = m->kind->position(m->impl, &r, t_ns, out_ns);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+/* ubj_model_slots -- requests the model serves at once (0: any number). */
+uint32_t ubj_model_slots(const struct ubj_bdev *d)
+{
+    return ubj_model_is_model(d) ? ((const struct model_dev *)d)->kind->slots : 0;
 }
 
 /* ubj_model_wait_idle -- wait until d has finished all queued work. */

@@ -115,6 +115,14 @@ struct model_kind {
     int (*submit)(void *impl, struct model_req *r, struct ubj_model_stats *st);
     /* idle_at: the time the device finishes everything submitted so far */
     uint64_t (*idle_at)(void *impl);
+    /* position: ns of positioning (seek + rotation) request r would need
+     * if started at t (no state change; r->t_* unused); NULL if the kind
+     * has no positioning.  Returns 0 (lock held). */
+    int (*position)(void *impl, const struct model_req *r, uint64_t t,
+                    uint64_t *ns);
+    /* slots: requests served at once, as a queue above should dispatch
+     * them (1: one at a time; 0: any number, the model queues them) */
+    uint32_t slots;
     /* fill: add state-derived fields (wear) to a stats snapshot; may be NULL */
     void (*fill)(void *impl, struct ubj_model_stats *st);
     /* check: verify invariants (0 or -EUCLEAN with message); may be NULL */

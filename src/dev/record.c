@@ -303,11 +303,7 @@ int ubj_bdev_record_create(struct ubj_bdev *lower, struct ubj_bdev **out)
         return ubj_set_error(-ENOMEM, "record bdev: out of memory");
     }
     pthread_mutex_init(&r->lock, NULL);
-    r->base.ops = &rec_ops;
-    r->base.block_size = REC_BS;
-    r->base.guarantees = lower->guarantees;
-    r->base.nblocks = lower->nblocks;
-    r->base.lower = lower;
+    dev_wrap_init(&r->base, &rec_ops, lower);
     *out = &r->base;
     return 0;
 }

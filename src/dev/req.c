@@ -171,6 +171,20 @@ static int req_preorder(struct ubj_bdev *d, struct ubj_req *r)
     return rc;
 }
 
+/* dev_submit_queued -- submit r (untagged) as a queue's dispatch: keep
+ * its t_arrive and t_dispatch, with dev_flags_ = flags | DEVF_QUEUED. */
+int dev_submit_queued(struct ubj_bdev *d, struct ubj_req *r, uint32_t flags)
+{
+    int rc = req_check(d, r);
+    if (rc < 0)
+        return rc;
+    r->dev_flags_ = flags | DEVF_QUEUED;
+    r->clock = NULL;
+    r->t_complete = 0;
+    req_submit(d, r);
+    return 0;
+}
+
 /* ubj_bdev_submit -- check r, then hand it to d. */
 int ubj_bdev_submit(struct ubj_bdev *d, struct ubj_req *r)
 {
