@@ -6,7 +6,9 @@
  * The entries' state machine is drawn in src/dev/queue_int.h.
  *
  * What a request waits for (edges, from the entry it waits for):
- *  - a barrier: every request held when it was submitted (order edges);
+ *  - a barrier: every request held when it was submitted (order edges)
+ *    and, for a write, every write completed before not yet durable
+ *    (dur_need = last_dirty);
  *    every later request: the latest barrier still held (order edge);
  *  - UBJ_ORDER_AFTER: each listed request still held (order edges); one
  *    already complete adds its durability need (qwseq_) or, if it failed,
@@ -305,7 +307,7 @@ void q_retire(struct queue *q, struct qent *e, int rc, uint64_t t, bool dispatch
     if (rc == 0 && op == UBJ_REQ_WRITE) {
         q->wdone++;
         if (q->volatile_cache && !(dispatched && dev_req_fua(&e->child)))
-            wnum = q->wdone;        /* not durable yet: a flush must follow */
+            wnum = q->last_dirty = q->wdone;  /* not durable: a flush must follow */
     }
     if (rc == 0 && op == UBJ_REQ_FLUSH && dispatched && e->covers > q->durable)
         q->durable = e->covers;
@@ -433,6 +435,8 @@ static int q_deps(struct queue *q, struct qent *e)
         for (struct qent *x = q->held_head; x != NULL && rc == 0; x = x->next)
             if (x != e && x->r != NULL)
                 rc = q_edge(q, x, e, true);
+        if (r->op == UBJ_REQ_WRITE)     /* and what completed before it */
+            e->dur_need = q->last_dirty;
         q->barrier = e;
         return rc;
     }

@@ -110,6 +110,7 @@ struct queue {
     uint64_t seq, dseq;         /* submission and dispatch numbers */
     uint64_t wdone;             /* writes completed (numbers them) */
     uint64_t durable;           /* writes 1..durable are durable */
+    uint64_t last_dirty;        /* the latest write completed not durable */
     bool flush_again;           /* the own flush in flight covers too little */
     uint64_t head;              /* block after the last dispatched request */
     uint64_t last_disp;         /* virtual: time of the last dispatch */
