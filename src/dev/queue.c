@@ -122,7 +122,15 @@ static void q_ready_add(struct queue *q, struct qent *e)
     if (q->ready != NULL)
         q->ready->rprev = e;
     q->ready = e;
-    if (q->has_thread)
+}
+
+/* q_kick -- wake the dispatcher if something is ready for it (after the
+ * submitter had its chance to dispatch inline: a wake costs a futex call
+ * and a context switch, which an idle queue's caller-dispatched request
+ * must not pay). */
+static void q_kick(struct queue *q)
+{
+    if (q->has_thread && q->ready != NULL)
         pthread_cond_signal(&q->work_cv);
 }
 
@@ -168,6 +176,28 @@ static int q_edge(struct queue *q, struct qent *from, struct qent *to, bool orde
 
 /* ---- durability -------------------------------------------------------------- */
 
+/* q_ent_init -- entry e (FREE) for request r (NULL: the own flush) in
+ * WAIT: everything but the child (made at dispatch) and the list links
+ * (set when it joins a list). */
+static void q_ent_init(struct qent *e, struct ubj_req *r, uint64_t seq,
+                       uint32_t crit, uint64_t deadline, uint64_t t)
+{
+    e->r = r;
+    e->seq = seq;
+    e->state = QE_WAIT;
+    e->crit = crit;
+    e->deadline = deadline;
+    e->ndeps = 0;
+    e->dep_failed = false;
+    e->fail_rc = 0;
+    e->io_done = false;
+    e->dur_need = e->covers = 0;
+    e->t_arrive = t;
+    e->t_ready = e->t_dispatch = e->t_complete = 0;
+    e->lrc = 0;
+    e->waiters = NULL;
+}
+
 /* q_need_flush -- FLUSHWAIT e needs writes 1..e->dur_need durable: arm
  * the own flush (it takes e's place in FCFS order and e's class), or
  * note that the one in flight covers too little. */
@@ -175,15 +205,7 @@ static void q_need_flush(struct queue *q, struct qent *e, uint64_t t)
 {
     struct qent *f = q->own;
     if (f->state == QE_FREE) {
-        f->r = NULL;
-        f->seq = e->seq;
-        f->crit = e->crit;
-        f->deadline = e->deadline;
-        f->ndeps = 0;
-        f->dep_failed = false;
-        f->waiters = NULL;
-        f->t_arrive = t;
-        f->t_ready = 0;
+        q_ent_init(f, NULL, e->seq, e->crit, e->deadline, t);
         q_held_add(q, f);
         q_ready_add(q, f);
         q->st.added_flushes++;
@@ -288,8 +310,9 @@ static void q_finish_user(struct queue *q, struct qent *e, int rc, uint64_t wnum
     pthread_cond_broadcast(&q->room_cv);
 }
 
-/* q_retire -- e completed with rc at t; release its waiters, free it. */
-void q_retire(struct queue *q, struct qent *e, int rc, uint64_t t, bool dispatched)
+/* q_retire_one -- e completed with rc at t; release its waiters, free it. */
+static void q_retire_one(struct queue *q, struct qent *e, int rc, uint64_t t,
+                         bool dispatched)
 {
     uint32_t op = e->r != NULL ? e->r->op : UBJ_REQ_FLUSH;
     uint64_t wnum = 0;
@@ -328,8 +351,6 @@ void q_retire(struct queue *q, struct qent *e, int rc, uint64_t t, bool dispatch
             q_release(q, x, t);
     }
     e->waiters = NULL;
-    if (dispatched && q->has_thread)
-        pthread_cond_signal(&q->work_cv);     /* a slot is free */
     if (e == q->own) {
         e->state = QE_FREE;
         pthread_cond_broadcast(&q->room_cv);  /* drain may be waiting */
@@ -342,6 +363,14 @@ void q_retire(struct queue *q, struct qent *e, int rc, uint64_t t, bool dispatch
     q_finish_user(q, e, rc, wnum);
     if (op == UBJ_REQ_FLUSH && rc == 0)
         q_recheck_flush(q, 0, t);
+}
+
+/* q_retire -- q_retire_one, then wake the dispatcher for what it freed
+ * (a slot) or released. */
+void q_retire(struct queue *q, struct qent *e, int rc, uint64_t t, bool dispatched)
+{
+    q_retire_one(q, e, rc, t, dispatched);
+    q_kick(q);
 }
 
 /* q_complete_pending -- run the completions of retired requests, in
@@ -505,13 +534,7 @@ static struct qent *q_accept(struct queue *q, struct ubj_req *r, int *rc)
     }
     struct qent *e = q->free_list;
     q->free_list = e->link;
-    memset(e, 0, sizeof *e);
-    e->r = r;
-    e->seq = r->qseq_;
-    e->state = QE_WAIT;
-    e->crit = r->crit;
-    e->deadline = r->deadline_ns;
-    e->t_arrive = now;
+    q_ent_init(e, r, r->qseq_, r->crit, r->deadline_ns, now);
     r->qent_ = e;
     q->nheld++;
     if (q->nheld > q->st.max_held)
@@ -548,6 +571,7 @@ static void queue_submit(struct ubj_bdev *d, struct ubj_req *r)
         q_release(q, e, e->t_arrive);
     if (!q->virt && e->state == QE_READY)
         (void)q_run_inline(q, e);
+    q_kick(q);
     assert(q_check(q));
     q_complete_pending(q);
     pthread_mutex_unlock(&q->lock);
