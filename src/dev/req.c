@@ -213,7 +213,8 @@ int ubj_bdev_submit(struct ubj_bdev *d, struct ubj_req *r)
 void ubj_req_complete(struct ubj_req *r, int result)
 {
     struct ubj_bdev *d = r->dev_;
-    r->result = result;
+    if (r->result != result)    /* the queue stored it already, under its lock */
+        r->result = result;
     if (d != NULL) {
         if (result < 0)
             REQ_ADD(d->stats.errors, 1);

@@ -15,6 +15,12 @@
  * ns per request of wall time, the median of --runs runs, the stacks
  * taking turns so that drift in the machine's speed spreads over all.
  * Models run on a virtual clock (their CPU cost, not modeled time).
+ *
+ * --modeled Q: instead, on each stack with a model, the schedulers'
+ * effect in modeled time: --ops random 4 KiB writes over the first --span
+ * blocks from a closed loop that keeps Q requests outstanding (submit Q,
+ * then wait for the oldest and submit another in its place); the modeled
+ * throughput and the mean and largest response time.  Deterministic.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,12 +36,15 @@
 #define BD_SPAN 1024u         /* blocks the requests go round */
 #define BD_BATCH 64u          /* v2 submissions between drains */
 #define BD_KINDS 3
+#define BD_MAXQD 1024u        /* --modeled: requests outstanding at most */
 
 struct bd_args {
     const char *spec[BD_MAXDEV];
     unsigned nspec;
     uint64_t ops;
     unsigned runs;
+    uint64_t modeled;     /* queue depth of the modeled run; 0: CPU cost */
+    uint64_t span;        /* blocks of the devices */
 };
 
 static const char *const bd_default[] = {
@@ -145,6 +154,61 @@ static void bd_report(const struct bd_args *a, double med[BD_MAXDEV][BD_KINDS])
     }
 }
 
+/* bd_modeled -- the closed loop of --modeled on d: modeled ops/s and
+ * mean / max response time (ms) into out[3].  0 or -EIO. */
+static int bd_modeled(struct ubj_bdev *d, const struct bd_args *a, double out[3])
+{
+    static struct ubj_req r[BD_MAXQD];
+    static unsigned char buf[UBJ_BLOCK_SIZE];
+    struct ubj_clock *c = ubj_model_clock(ubj_model_find(d));
+    uint64_t x = 88172645463325252ull, t0 = ubj_clock_now(c), sum = 0, max = 0;
+    uint64_t qd = a->modeled < a->ops ? a->modeled : a->ops;
+    for (uint64_t i = 0; i < a->ops + qd; i++) {
+        struct ubj_req *q = &r[i % qd];
+        if (i >= qd) {                  /* the oldest outstanding one */
+            if (ubj_bdev_wait(d, q) < 0)
+                return -EIO;
+            uint64_t rsp = q->t_complete - q->t_arrive;
+            sum += rsp;
+            max = rsp > max ? rsp : max;
+        }
+        if (i >= a->ops)
+            continue;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;     /* xorshift64 */
+        ubj_req_init(q, UBJ_REQ_WRITE, x % a->span, 1, buf);
+        if (ubj_bdev_submit(d, q) < 0)
+            return -EIO;
+    }
+    double secs = (double)(ubj_clock_now(c) - t0) * 1e-9;
+    out[0] = secs > 0 ? (double)a->ops / secs : 0.0;
+    out[1] = (double)sum / (double)a->ops * 1e-6;
+    out[2] = (double)max * 1e-6;
+    return 0;
+}
+
+/* bd_report_modeled -- --modeled: each stack with a model. */
+static int bd_report_modeled(const struct bd_args *a, struct ubj_bdev **dev)
+{
+    printf("ubjfs bench dev --modeled %llu: %llu random 4 KiB writes over %llu "
+           "blocks, %llu outstanding, modeled time (virtual clock)\n",
+           (unsigned long long)a->modeled, (unsigned long long)a->ops,
+           (unsigned long long)a->span, (unsigned long long)a->modeled);
+    printf("%-44s %10s %10s %10s\n", "device", "ops/s", "mean_ms", "max_ms");
+    for (unsigned s = 0; s < a->nspec; s++) {
+        double v[3];
+        if (ubj_model_find(dev[s]) == NULL) {
+            printf("%-44s %10s\n", a->spec[s], "(no model)");
+            continue;
+        }
+        if (bd_modeled(dev[s], a, v) < 0) {
+            tools_err("%s: %s", a->spec[s], ubj_errormsg());
+            return TOOLS_EXIT_ERR;
+        }
+        printf("%-44s %10.1f %10.3f %10.3f\n", a->spec[s], v[0], v[1], v[2]);
+    }
+    return 0;
+}
+
 /* bd_usage -- --help. */
 static void bd_usage(void)
 {
@@ -158,9 +222,13 @@ static void bd_usage(void)
            "                      ram, queue:fcfs@ram, queue:fcfs,dispatch=thread@ram)\n"
            "      --ops N         requests per run and kind (default 200000)\n"
            "      --runs N        runs (default 5, at most %u)\n"
+           "      --modeled Q     instead: on stacks with a model, --ops random\n"
+           "                      writes kept Q outstanding (at most %u), in\n"
+           "                      modeled time: ops/s, mean and max response\n"
+           "      --span N        blocks of each device (default 1024)\n"
            "      --help          print this help\n\n"
            "Exit status: 0 done, 1 a request failed, 2 usage error.\n",
-           BD_MAXDEV, BD_MAXRUNS);
+           BD_MAXDEV, BD_MAXRUNS, BD_MAXQD);
 }
 
 /* bd_parse -- the options; -1 to go on, else an exit code. */
@@ -170,6 +238,8 @@ static int bd_parse(int argc, char **argv, struct bd_args *a)
         { "device", required_argument, NULL, 'd' },
         { "ops", required_argument, NULL, 'o' },
         { "runs", required_argument, NULL, 'r' },
+        { "modeled", required_argument, NULL, 'm' },
+        { "span", required_argument, NULL, 's' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -193,6 +263,17 @@ static int bd_parse(int argc, char **argv, struct bd_args *a)
                                        BD_MAXRUNS);
             a->runs = (unsigned)v;
             break;
+        case 'm':
+            if (tools_parse_u64(optarg, &a->modeled) < 0 || a->modeled == 0 ||
+                a->modeled > BD_MAXQD)
+                return tools_usage_err("invalid --modeled '%s' (1 to %u)", optarg,
+                                       BD_MAXQD);
+            break;
+        case 's':
+            if (tools_parse_u64(optarg, &a->span) < 0 || a->span < BD_SPAN)
+                return tools_usage_err("invalid --span '%s' (at least %u)", optarg,
+                                       BD_SPAN);
+            break;
         case 'h': bd_usage(); return TOOLS_EXIT_OK;
         default: return TOOLS_EXIT_USAGE;
         }
@@ -209,12 +290,12 @@ static int bd_parse(int argc, char **argv, struct bd_args *a)
 /* tools_bench_dev_main -- `ubjfs bench dev`. */
 int tools_bench_dev_main(int argc, char **argv)
 {
-    struct bd_args a = { .ops = 200000, .runs = 5 };
+    struct bd_args a = { .ops = 200000, .runs = 5, .span = BD_SPAN };
     int ret = bd_parse(argc, argv, &a);
     if (ret >= 0)
         return ret;
     struct ubj_bdev *dev[BD_MAXDEV] = {0};
-    struct ubj_spec_opts o = { .nblocks = BD_SPAN, .clock_kind = UBJ_CLOCK_VIRTUAL };
+    struct ubj_spec_opts o = { .nblocks = a.span, .clock_kind = UBJ_CLOCK_VIRTUAL };
     ret = 0;
     for (unsigned s = 0; s < a.nspec && ret == 0; s++) {
         int rc = ubj_bdev_open_spec(a.spec[s], NULL, &o, &dev[s]);
@@ -222,7 +303,9 @@ int tools_bench_dev_main(int argc, char **argv)
             ret = tools_usage_err("device '%s': %s", a.spec[s], tools_libmsg(rc));
     }
     static double med[BD_MAXDEV][BD_KINDS];
-    if (ret == 0 && (ret = bd_measure(&a, dev, med)) == 0)
+    if (ret == 0 && a.modeled > 0)
+        ret = bd_report_modeled(&a, dev);
+    else if (ret == 0 && (ret = bd_measure(&a, dev, med)) == 0)
         bd_report(&a, med);
     for (unsigned s = 0; s < a.nspec; s++)
         ubj_bdev_destroy(dev[s]);
