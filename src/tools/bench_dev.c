@@ -60,11 +60,11 @@ static uint64_t bd_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* bd_done -- a submission's callback: count it. */
+/* bd_done -- a submission's callback: count it (callbacks of one queue
+ * may run in several threads at once). */
 static void bd_done(struct ubj_req *r)
 {
-    unsigned *n = r->priv;
-    (*n)++;
+    __atomic_add_fetch((unsigned *)r->priv, 1, __ATOMIC_RELAXED);
 }
 
 /* bd_submit_burst -- ops v2 writes with callbacks, drained every batch. */
@@ -84,7 +84,7 @@ static int bd_submit_burst(struct ubj_bdev *d, uint64_t ops, unsigned char *buf)
         if (ubj_bdev_drain(d) < 0)
             return -EIO;
     }
-    return done == ops ? 0 : -EIO;
+    return __atomic_load_n(&done, __ATOMIC_RELAXED) == ops ? 0 : -EIO;
 }
 
 /* bd_run -- one timed run of kind k on d: ns per request, or 0 on error. */
