@@ -105,7 +105,7 @@ struct ubj_bdev_ops {
     int (*drain)(struct ubj_bdev *d);
 };
 
-/* Counters kept by the dispatch layer (src/dev/bdev.c); updated atomically. */
+/* Counters kept by the dispatch layer (src/dev/req.c); updated atomically. */
 struct ubj_bdev_stats {
     uint64_t reads;          /* read requests */
     uint64_t writes;         /* write requests */
@@ -145,6 +145,10 @@ enum ubj_bdev_kind {
  * (count * block_size bytes).  Returns 0, -EINVAL for count == 0, a NULL
  * argument, or a range past the end of the device, or the device's error
  * (-EIO).  Counts the request in d->stats.  Thread-safe.
+ * The v1 calls run on v2: each submits a request (time-critical; a write
+ * or flush inside ubj_model_async_begin/end time-noncritical) and waits
+ * for it -- and for its modeled completion time, unless the thread is
+ * inside that bracket (include/ubjfs/model.h).
  */
 int ubj_bdev_read(struct ubj_bdev *d, uint64_t blkno, uint32_t count, void *buf);
 
