@@ -4,13 +4,28 @@
  * A block device is a struct of callbacks with a written contract (after
  * littlefs's lfs_config and SQLite's sqlite3_io_methods) plus its geometry.
  * Every call from the layers above goes through the dispatch functions
- * ubj_bdev_read/write/flush (src/dev/bdev.c): the one place that checks
- * bounds, counts statistics and can trace.  Wrappers (fault injection,
- * timed models, write recording) hold the device they wrap in `lower` and
- * own it: destroying the top of a stack destroys the whole stack.
+ * (src/dev/bdev.c, src/dev/req.c): the one place that checks bounds,
+ * counts statistics and can trace.  Wrappers (fault injection, timed
+ * models, write recording, the request queue) hold the device they wrap in
+ * `lower` and own it: destroying the top of a stack destroys the whole
+ * stack.
+ *
+ * Two interfaces, one mechanism underneath:
+ *  - v2 (requests): a struct ubj_req -- read, write or flush; FUA; an
+ *    ordering tag; a criticality class; the issuing process -- handed to
+ *    ubj_bdev_submit() and completed through a callback, possibly on
+ *    another thread, or waited for (ubj_bdev_wait, ubj_bdev_submit_wait).
+ *    Every device of src/dev implements it (ops->submit).
+ *  - v1 (calls): ubj_bdev_read/write/flush, synchronous.  They build a
+ *    request on the caller's stack and wait for it, so every v1 caller
+ *    runs on v2.  A device whose table is v1 (read/write/flush, no
+ *    submit: devices outside src/dev) is driven through an adapter in the
+ *    dispatch layer, so either kind of caller works on either kind of
+ *    device.
  *
  * Units: a block is `block_size` bytes (4096 for every device ubjfs makes);
- * block numbers and counts are in blocks; sizes in bytes.
+ * block numbers and counts are in blocks; sizes in bytes; times in ns on
+ * the clock of the timed model in the stack (include/ubjfs/model.h).
  * Errors: negative errno values (-EIO, -EINVAL, -ENOSPC, ...).
  * Thread-safety: every function here may be called from several threads at
  * once on the same device; implementations serialise what needs it.
@@ -25,10 +40,15 @@
 extern "C" {
 #endif
 
-#define UBJ_BLOCK_SIZE 4096u          /* bytes; the only block size in v1 */
-#define UBJ_BDEV_OPS_VERSION 1u
+#define UBJ_BLOCK_SIZE 4096u          /* bytes; the only block size */
+#define UBJ_BDEV_OPS_V1 1u            /* a table of read/write/flush only */
+#define UBJ_BDEV_OPS_V2 2u            /* a table with submit (and wait, ...) */
+/* what existing v1 tables name (kept: they stay v1) */
+#define UBJ_BDEV_OPS_VERSION UBJ_BDEV_OPS_V1
 
 struct ubj_bdev;
+struct ubj_req;
+struct ubj_clock;
 
 /*
  * What a device promises about writes that a power cut interrupts
@@ -41,27 +61,51 @@ struct ubj_bdev;
 /*
  * struct ubj_bdev_ops -- the contract every device implements.
  *
+ * v1 (version UBJ_BDEV_OPS_V1; may be NULL in a v2 table):
  * read:  fill `buf` with `count` blocks starting at `blkno`.  The dispatch
  *        layer has already checked blkno + count <= nblocks and count > 0.
  * write: store `count` blocks from `buf` at `blkno`; the data is durable
  *        only after a later flush() returns 0 (if UBJ_BDEV_VOLATILE_CACHE).
  * flush: make every write that returned before this call durable
  *        (fdatasync for files, blkdev cache flush).  May return -EIO.
+ *        All three return 0 or a negative errno (-EIO for a device error).
  * destroy: release the device and, for a wrapper, its lower device.
- *        Never fails; pending writes are not flushed.
- * All return 0 or a negative errno (-EIO for a device error).
+ *        Never fails; pending writes are not flushed; no request may be in
+ *        flight (ubj_bdev_drain first).
+ *
+ * v2 (version UBJ_BDEV_OPS_V2; fields after destroy):
+ * submit: take request `r` (already checked by ubj_bdev_submit: op,
+ *        range, buffer, flags, tag, class) and complete it exactly once
+ *        with ubj_req_complete() -- before submit returns or later, from
+ *        any thread.  FUA writes must be durable when completed.  Errors
+ *        go through the completion (r->result), never a return value.
+ * wait:  NULL for a device that always completes inside submit; else
+ *        block until `r` (submitted here, done == NULL) has completed, by
+ *        whatever the device needs (the queue runs its event simulation).
+ *        Returns r->result.  Does not wait on a model's clock.
+ * raise: NULL unless the device holds requests; else raise queued `r` to
+ *        class `crit` (deadline for UBJ_CRIT_LIMITED).  0 or -EINVAL.
+ * drain: NULL unless the device holds requests; else complete everything
+ *        submitted to it before the call (callbacks included); 0 or a
+ *        negative errno (ubj_bdev_drain walks the stack below).
  */
 struct ubj_bdev_ops {
-    uint32_t version;   /* UBJ_BDEV_OPS_VERSION */
+    uint32_t version;   /* UBJ_BDEV_OPS_V1 or UBJ_BDEV_OPS_V2 */
     const char *name;   /* "file", "ram", "fault", ... */
     int (*read)(struct ubj_bdev *d, uint64_t blkno, uint32_t count, void *buf);
     int (*write)(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
                  const void *buf);
     int (*flush)(struct ubj_bdev *d);
     void (*destroy)(struct ubj_bdev *d);
+    /* v2 */
+    void (*submit)(struct ubj_bdev *d, struct ubj_req *r);
+    int (*wait)(struct ubj_bdev *d, struct ubj_req *r);
+    int (*raise)(struct ubj_bdev *d, struct ubj_req *r, uint32_t crit,
+                 uint64_t deadline_ns);
+    int (*drain)(struct ubj_bdev *d);
 };
 
-/* Counters kept by the dispatch layer (src/dev/bdev.c); updated atomically. */
+/* Counters kept by the dispatch layer (src/dev/req.c); updated atomically. */
 struct ubj_bdev_stats {
     uint64_t reads;          /* read requests */
     uint64_t writes;         /* write requests */
@@ -101,6 +145,10 @@ enum ubj_bdev_kind {
  * (count * block_size bytes).  Returns 0, -EINVAL for count == 0, a NULL
  * argument, or a range past the end of the device, or the device's error
  * (-EIO).  Counts the request in d->stats.  Thread-safe.
+ * The v1 calls run on v2: each submits a request (time-critical; a write
+ * or flush inside ubj_model_async_begin/end time-noncritical) and waits
+ * for it -- and for its modeled completion time, unless the thread is
+ * inside that bracket (include/ubjfs/model.h).
  */
 int ubj_bdev_read(struct ubj_bdev *d, uint64_t blkno, uint32_t count, void *buf);
 
@@ -125,6 +173,196 @@ void ubj_bdev_stats_reset(struct ubj_bdev *d);
 
 /* ubj_bdev_kind -- what d is: UBJ_BDEV_KIND_* (DEVICE for NULL). */
 uint32_t ubj_bdev_kind(const struct ubj_bdev *d);
+
+/* ---- interface v2: requests (src/dev/req.c) ----------------------------- */
+
+/*
+ * A request's life (the functions performing each transition; drawn in
+ * src/dev/req.c):
+ *
+ *   IDLE --ubj_bdev_submit--> INFLIGHT --ubj_req_complete--> DONE
+ *    ^                                                        |
+ *    +------- the submitter owns it again: reuse or free -----+
+ *
+ * While INFLIGHT the request belongs to the device stack: the submitter
+ * must neither change nor free it, nor touch `buf` (a write's data is read
+ * up to the completion).  Once DONE (the callback runs, or the wait
+ * returns) it is the submitter's again.
+ *
+ * Completion: if `done` is set, the device calls done(r) exactly once --
+ * possibly in the submitting thread before ubj_bdev_submit returns, or on
+ * another thread (the queue's dispatcher) -- and never touches r after
+ * done is entered (done may free or resubmit it).  A callback must not
+ * block for long and must not hold, when it returns, a lock it did not
+ * hold on entry; the submitter must not hold a lock the callback takes.
+ * If `done` is NULL the request is waited for: ubj_bdev_wait(d, r).
+ *
+ * Ordering tags (honoured by the request queue, include/ubjfs/queue.h;
+ * a device without a queue completes each request inside submit, so a
+ * submitter has completion order already, and the dispatch layer makes
+ * a tagged write durable after what it follows, see ubj_bdev_submit):
+ *  - UBJ_ORDER_NONE: no constraint but the queue's own (conflicting
+ *    requests to the same blocks keep submission order).
+ *  - UBJ_ORDER_BARRIER: dispatched after every request submitted to the
+ *    device before it has completed, and before any submitted after it;
+ *    on a device with a volatile write cache, what it follows is durable
+ *    before it reaches the medium, and it before what follows it.
+ *  - UBJ_ORDER_AFTER: dispatched after each of `after[0..nafter)` (earlier
+ *    requests submitted to the same device) has completed -- and, for a
+ *    write on a volatile cache, after their writes are durable.
+ *
+ * Criticality (Ganger & Patt: how a request's response time matters to
+ * the process that waits for it): time-critical (a process waits),
+ * time-limited (will be waited for by `deadline_ns`), time-noncritical
+ * (write-back nobody waits for).  Set by the issuer, raised later with
+ * ubj_bdev_raise(); a queue's schedulers serve the more critical first.
+ */
+enum ubj_req_op { UBJ_REQ_READ = 0, UBJ_REQ_WRITE = 1, UBJ_REQ_FLUSH = 2 };
+
+#define UBJ_REQ_FUA  0x1u   /* write: durable when it completes (Force Unit
+                               Access: RWF_DSYNC, the model's write-through) */
+#define UBJ_REQ_SYNC 0x2u   /* its submitter waits for it (set by the
+                               synchronous calls; models count the others as
+                               asynchronous) */
+#define UBJ_REQ_FLAGS_PUBLIC 0x3u   /* higher bits belong to the device layer */
+
+enum ubj_req_order {
+    UBJ_ORDER_NONE = 0,
+    UBJ_ORDER_BARRIER = 1,
+    UBJ_ORDER_AFTER = 2,
+};
+
+enum ubj_req_crit {
+    UBJ_CRIT_NONCRITICAL = 0,   /* time-noncritical */
+    UBJ_CRIT_LIMITED = 1,       /* time-limited: deadline_ns */
+    UBJ_CRIT_CRITICAL = 2,      /* time-critical */
+};
+#define UBJ_CRIT_CLASSES 3u
+
+enum ubj_req_state { UBJ_REQ_IDLE = 0, UBJ_REQ_INFLIGHT = 1, UBJ_REQ_DONE = 2 };
+
+/*
+ * struct ubj_req -- one request.  The submitter fills the first group
+ * (ubj_req_init zeroes the rest); the device fills the second; the third
+ * is the device layer's.
+ */
+struct ubj_req {
+    /* -- set by the submitter; read-only while in flight -- */
+    uint32_t op;              /* enum ubj_req_op */
+    uint32_t flags;           /* UBJ_REQ_FUA (writes only), UBJ_REQ_SYNC */
+    uint64_t blkno;           /* first block (read, write) */
+    uint32_t count;           /* blocks (read, write: > 0; flush: 0) */
+    uint32_t order;           /* enum ubj_req_order */
+    void *buf;                /* count * block_size bytes: filled by a read,
+                                 stored by a write (never changed by it) */
+    struct ubj_req *const *after; /* UBJ_ORDER_AFTER: requests it follows;
+                                 read only during ubj_bdev_submit */
+    uint32_t nafter;          /* entries in after[] (> 0 with AFTER) */
+    uint32_t crit;            /* enum ubj_req_crit [raise: ubj_bdev_raise] */
+    uint64_t deadline_ns;     /* UBJ_CRIT_LIMITED: wanted completion, ns on
+                                 the stack's clock */
+    uint32_t pid;             /* issuing process (0: the file system) */
+    uint32_t state;           /* enum ubj_req_state [atomic] */
+    void (*done)(struct ubj_req *r);  /* completion callback, or NULL */
+    void *priv;               /* the submitter's, for done */
+    /* -- set by the device; valid once DONE -- */
+    int result;               /* 0 or a negative errno */
+    uint32_t dev_flags_;      /* the device layer's flags (src/dev/dev_int.h) */
+    struct ubj_clock *clock;  /* the clock of the times below; NULL: the
+                                 request met no timed model */
+    uint64_t t_arrive;        /* reached the queue or the model, ns */
+    uint64_t t_dispatch;      /* handed to the device below the queue, ns */
+    uint64_t t_complete;      /* completed (modeled), ns */
+    /* -- the device layer's: do not touch -- */
+    struct ubj_bdev *dev_;    /* the device executing it */
+    void *qent_;              /* the queue's entry while queued */
+    uint64_t qseq_;           /* the queue's submission number */
+    const void *qowner_;      /* the queue that numbered it */
+    uint64_t qwseq_;          /* the queue's number of it as a completed
+                                 write not yet durable (0: durable) */
+    void *waiter_;            /* a sleeping waiter (src/dev/req.c) */
+};
+
+/*
+ * ubj_req_init -- make `r` an IDLE request of `op` on blocks [blkno,
+ * blkno + count) with buffer `buf` (NULL and 0 for a flush); every other
+ * field zero: no flags, no tag, time-noncritical, pid 0, no callback.
+ * Never fails; r must not be in flight.  Thread-safe (touches only r).
+ */
+void ubj_req_init(struct ubj_req *r, enum ubj_req_op op, uint64_t blkno,
+                  uint32_t count, void *buf);
+
+/*
+ * ubj_bdev_submit -- hand request `r` to device `d` (r->state becomes
+ * INFLIGHT).  Checks: d and r non-NULL; r not in flight (-EBUSY); op
+ * known; a read or write has buf != NULL, count > 0 and blkno + count <=
+ * d->nblocks; a flush has count 0; only public flags, FUA only on a write;
+ * a known tag, AFTER with after != NULL and nafter > 0; a known class.
+ * A rejected request gets -EINVAL (or -EBUSY) returned, is counted in
+ * d->stats.errors, and is never completed (done is not called).
+ * An accepted request returns 0 and completes exactly once, with its
+ * result (-EIO, -ENOSPC, -EROFS, ... from the device) in r->result.
+ * On a device without a queue: a tagged (BARRIER or AFTER) write on a
+ * device with UBJ_BDEV_VOLATILE_CACHE is preceded by a flush and sent
+ * with FUA, so what it follows is durable first and it is durable on
+ * completion.  Counts the request in d->stats.  Thread-safe.
+ */
+int ubj_bdev_submit(struct ubj_bdev *d, struct ubj_req *r);
+
+/*
+ * ubj_bdev_wait -- wait until `r`, submitted to `d` with done == NULL,
+ * has completed; then, if a timed model completed it, wait on that
+ * model's clock until r->t_complete (virtual: the time moves there; real:
+ * sleeps).  Returns r->result, or -EINVAL (NULL argument, r has a
+ * callback, r was never submitted).  Thread-safe (any one thread may wait
+ * for a request; it may not be waited for twice at once).
+ */
+int ubj_bdev_wait(struct ubj_bdev *d, struct ubj_req *r);
+
+/*
+ * ubj_bdev_submit_wait -- the synchronous wrapper: set UBJ_REQ_SYNC,
+ * ubj_bdev_submit, ubj_bdev_wait.  r->done must be NULL.  Returns the
+ * request's result or ubj_bdev_submit's error.  Thread-safe.
+ */
+int ubj_bdev_submit_wait(struct ubj_bdev *d, struct ubj_req *r);
+
+/*
+ * ubj_bdev_raise -- raise in-flight `r` (submitted to the stack at `d`)
+ * to class `crit`, with `deadline_ns` for UBJ_CRIT_LIMITED (kept if
+ * earlier): the first device down the stack that holds requests (a
+ * queue) re-files it while it still waits there; once dispatched, or on a
+ * stack that holds nothing, there is nothing to raise.  Returns 0, or
+ * -EINVAL (NULL, an unknown class, or a class below r's).  Thread-safe.
+ */
+int ubj_bdev_raise(struct ubj_bdev *d, struct ubj_req *r, enum ubj_req_crit crit,
+                   uint64_t deadline_ns);
+
+/*
+ * ubj_bdev_drain -- complete every request submitted to the stack at `d`
+ * before the call (callbacks run before it returns).  Does not wait on a
+ * model's clock (ubj_model_wait_idle does).  Returns 0 or -EINVAL (NULL).
+ * Thread-safe.
+ */
+int ubj_bdev_drain(struct ubj_bdev *d);
+
+/*
+ * ubj_req_complete -- for device implementations: complete `r` with
+ * `result` (0 or a negative errno): count it in the statistics of the
+ * device executing it, mark it DONE, call its callback (or wake its
+ * waiter).  Called exactly once per submission, from any thread, with no
+ * device lock held that the callback could need.
+ */
+void ubj_req_complete(struct ubj_req *r, int result);
+
+/*
+ * ubj_bdev_forward -- for wrapper implementations: pass `r` (in flight at
+ * the wrapper) to the wrapper's `lower` device and wait for it there, as
+ * the same object (no copy: its times and clock come back filled in),
+ * without waiting on a model's clock.  r's callback is kept for the
+ * wrapper's own ubj_req_complete.  Returns the lower device's result or
+ * its rejection (-EINVAL).  Thread-safe.
+ */
+int ubj_bdev_forward(struct ubj_bdev *lower, struct ubj_req *r);
 
 /* ---- leaf devices ------------------------------------------------------ */
 
@@ -195,7 +433,8 @@ uint64_t ubj_bdev_fault_fired(const struct ubj_bdev *d);
  * image as it was at creation can be rebuilt.  Writes are serialised.
  * On failure `lower` is NOT destroyed.  Returns 0, -EINVAL or -ENOMEM.
  *
- * Crash model: a write is durable once a later flush has completed.  With
+ * Crash model: a write is durable once a later flush has completed, or
+ * once it completed if it was written with FUA.  With
  * k flushes completed (k = 0 .. ubj_bdev_record_flushes), the writes issued
  * before flush k began are durable; the writes of "epoch k" -- issued after
  * flush k began and before flush k + 1 began (or the end of the record) --
@@ -220,6 +459,10 @@ int ubj_bdev_record_write_info(const struct ubj_bdev *d, uint64_t i,
                                uint64_t *blkno, uint32_t *count,
                                const void **data);
 
+/* ubj_bdev_record_write_fua -- 1 if write number i was written with FUA,
+ * 0 if not, -EINVAL (no such write, not a recording device). */
+int ubj_bdev_record_write_fua(const struct ubj_bdev *d, uint64_t i);
+
 /* What a crash image keeps of one write of the crash epoch. */
 enum ubj_rec_keep {
     UBJ_REC_DROP = 0,     /* nothing of it reached the medium */
@@ -241,7 +484,10 @@ struct ubj_rec_choice {
  * flushed) the image a power cut during epoch k leaves: the image at
  * creation, every write durable after flush k, then the writes of epoch
  * k as choice[j] says for its j-th write (j < nchoice; the rest, or all
- * with choice NULL, are dropped), in issue order.  Returns 0, -EINVAL
+ * with choice NULL, are dropped), in issue order -- except that a FUA
+ * write followed by a write the choice keeps any part of is kept whole
+ * (the cut came after it completed, and FUA made it durable then: the
+ * choice does not describe a reachable state otherwise).  Returns 0, -EINVAL
  * (bad k, target too small) or the target's error.
  */
 int ubj_bdev_record_crash(struct ubj_bdev *d, uint64_t k,

@@ -24,20 +24,33 @@
  * Queueing.  Each request arrives at the clock's current time, waits
  * until the device (or, for SSDs, a channel and the host link) is free,
  * then is served: queueing delay = start - arrival, service time =
- * completion - start, response time = completion - arrival.  Requests are
- * served in arrival order (no reordering scheduler).
+ * completion - start, response time = completion - arrival.  A model
+ * serves requests in the order it is given them; a request queue above it
+ * (include/ubjfs/queue.h) reorders them, and then the arrival counted is
+ * the arrival at the queue.
  *
- * Asynchronous submission.  A caller that does not wait -- a write-back
- * or checkpoint thread, or a foreground thread issuing write-back it will
- * not wait for -- brackets the calls with ubj_model_async_begin() /
- * ubj_model_async_end() (a per-thread nesting counter).  Requests issued
- * inside the bracket are queued and timed exactly like others, occupy the
- * device (later requests queue behind them), but return without waiting:
- * on the virtual clock they do not advance time, on the real clock they
- * do not sleep.  ubj_model_wait_idle() waits until a device has finished
- * everything queued, and a flush always waits for everything queued
- * before it (its own cost comes on top), both in and outside a bracket
- * (inside it the flush's completion is queued, not waited for).
+ * Completion (interface v2, include/ubjfs/bdev.h).  A model completes a
+ * request inside submit, with its modeled completion time in t_complete
+ * on the model's clock; whoever waits for the request waits on the clock
+ * until then (ubj_bdev_wait, ubj_bdev_submit_wait, the v1 calls).  A
+ * request submitted asynchronously (a callback, nobody waiting) occupies
+ * the device like any other (later requests queue behind it) but moves
+ * no time: on the virtual clock it does not advance time, on the real
+ * clock nobody sleeps.
+ *
+ * Asynchronous v1 calls (the bracket, kept until its callers submit
+ * requests themselves: issue 18).  A caller of the v1 calls that does not
+ * wait -- a write-back or checkpoint thread, or a foreground thread
+ * issuing write-back it will not wait for -- brackets the calls with
+ * ubj_model_async_begin() / ubj_model_async_end() (a per-thread nesting
+ * counter, src/dev/bdev.c).  Inside the bracket a v1 call is an
+ * asynchronous submission: it returns once the data is done, without
+ * waiting on the clock.  ubj_model_wait_idle() waits until a device has
+ * finished everything queued, and a flush always waits for everything
+ * queued before it (its own cost comes on top), both in and outside a
+ * bracket (inside it the flush's completion is queued, not waited for).
+ * FUA: a FUA write costs what the profile's device charges to write
+ * through its volatile cache (docs/DEVICES.md).
  *
  * Thread-safety: every function here may be called from several threads.
  * On the virtual clock the figures are deterministic only if the order of
@@ -134,8 +147,8 @@ struct ubj_bdev *ubj_model_find(struct ubj_bdev *d);
  * NULL if `d` is not a model device. */
 struct ubj_clock *ubj_model_clock(const struct ubj_bdev *d);
 
-/* ubj_model_async_begin -- requests this thread issues from now on do not
- * wait for their completion (nests; see the header comment). */
+/* ubj_model_async_begin -- v1 calls this thread makes from now on do not
+ * wait for their modeled completion (nests; see the header comment). */
 void ubj_model_async_begin(void);
 
 /* ubj_model_async_end -- end one ubj_model_async_begin(). */
@@ -147,6 +160,30 @@ void ubj_model_async_end(void);
  * model device).
  */
 int ubj_model_wait_idle(struct ubj_bdev *d);
+
+/*
+ * ubj_model_position_ns -- the positioning time (seek or head switch, a
+ * write's settle, and rotational wait; ns) model device `d` would spend
+ * before the first sector of a request of `op` (flags: UBJ_REQ_FUA) on
+ * blocks [blkno, blkno + count) started at `t_ns` -- or when the device
+ * is next free, if later -- from where its arm will be then; 0 for a
+ * flush and for a request its buffer or write cache would absorb.  For
+ * shortest-positioning-time-first scheduling (src/dev/queue_sched.c).
+ * Changes nothing.  Returns 0 and *out_ns; -EOPNOTSUPP (a model without
+ * positioning: ssd, nand); -EINVAL (not a model device, NULL out_ns, bad
+ * op or range).  Thread-safe (under the model's lock).
+ */
+int ubj_model_position_ns(struct ubj_bdev *d, enum ubj_req_op op, uint32_t flags,
+                          uint64_t blkno, uint32_t count, uint64_t t_ns,
+                          uint64_t *out_ns);
+
+/*
+ * ubj_model_slots -- how many requests model device `d` serves at once,
+ * as a queue above it should dispatch them: 1 for hdd and nand (one at a
+ * time), 0 for ssd (any number: its channels and host link overlap what
+ * it is given).  0 for a device that is not a model.  Thread-safe.
+ */
+uint32_t ubj_model_slots(const struct ubj_bdev *d);
 
 /* Log-scale histogram resolution: 16 buckets per power of two (so a
  * percentile is within 6.25% above the true value, and exact when all
@@ -234,11 +271,15 @@ struct ubj_spec_opts {
  *          | "file:" PATH              a file or block device (PATH runs
  *                                      to the end of the string)
  *          | "fault"                   the fault-injection wrapper
+ *          | "queue:" SCHED ( "," KEY "=" VALUE )*
+ *                                      a request queue (include/ubjfs/
+ *                                      queue.h: ubj_bdev_queue_parse)
  *          | KIND ":" PROFILE ( "," KEY "=" VALUE )*
  *                                      a model; KIND = hdd | ssd | nand
  *   A layer list that does not end in a leaf gets `lower` as its leaf, or
  *   a RAM device if `lower` is NULL.  Examples: "hdd:hp_c2249a",
- *   "nand:slc,op_pct=10@file:/tmp/img", "ssd:nvme@fault@ram", "ram".
+ *   "nand:slc,op_pct=10@file:/tmp/img", "ssd:nvme@fault@ram", "ram",
+ *   "queue:clook,depth=32@hdd:modern7200".
  *   The model key "clock=real" or "clock=virtual" selects the kind of the
  *   stack's clock when opts->clock is NULL.
  * lower: an already open device to put under the stack (ownership passes

@@ -12,7 +12,9 @@
  *
  * Invariants: the lower device is only ever read; with UBJ_COW_BORROW
  * destroy leaves it alone, otherwise the overlay owns it.  Flush does
- * nothing (the overlay is memory).  Geometry and guarantees are lower's.
+ * nothing (the overlay is memory; FUA likewise).  Geometry and guarantees
+ * are lower's.  Interface v2: its submit is its own calls
+ * (dev_submit_calls), completed in the caller's thread.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dev/dev_int.h"
 #include "ubjfs/bdev.h"
 #include "util/util.h"
 
@@ -155,12 +158,13 @@ static void ovl_destroy(struct ubj_bdev *d)
 }
 
 static const struct ubj_bdev_ops ovl_ops = {
-    .version = UBJ_BDEV_OPS_VERSION,
+    .version = UBJ_BDEV_OPS_V2,
     .name = "overlay",
     .read = ovl_read,
     .write = ovl_write,
     .flush = ovl_flush,
     .destroy = ovl_destroy,
+    .submit = dev_submit_calls,     /* synchronous, in the caller's thread */
 };
 
 /* ubj_bdev_cow_create -- a memory overlay over lower. */
@@ -176,12 +180,8 @@ int ubj_bdev_cow_create(struct ubj_bdev *lower, unsigned flags,
     }
     pthread_mutex_init(&o->lock, NULL);
     o->flags = flags;
-    o->base.ops = &ovl_ops;
+    dev_wrap_init(&o->base, &ovl_ops, lower);
     o->base.kind = UBJ_BDEV_KIND_COW;
-    o->base.block_size = lower->block_size;
-    o->base.guarantees = lower->guarantees;
-    o->base.nblocks = lower->nblocks;
-    o->base.lower = lower;
     *out = &o->base;
     return 0;
 }

@@ -16,8 +16,9 @@
  *  - arm[] and the decision to fail are [lock]; the I/O itself (including
  *    the torn part of a failing write) runs outside the lock.
  *  - A failed read, flush, or write (beyond its torn prefix) never reaches
- *    the lower device.  Lower I/O goes through the dispatch functions, so
- *    the lower device's stats count what really reached it.
+ *    the lower device.  A passing request is forwarded as it is (the same
+ *    object, FUA and all: ubj_bdev_forward), a torn prefix written with
+ *    v1 calls, so the lower device's stats count what really reached it.
  *  - `fired` counts failed requests; written under the lock, read with an
  *    atomic load by ubj_bdev_fault_fired().
  *  - The wrapper owns `lower` from a successful create on: destroy
@@ -29,6 +30,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dev/dev_int.h"
 #include "ubjfs/bdev.h"
 #include "util/util.h"
 
@@ -117,34 +119,25 @@ static int fault_tear(struct ubj_bdev *lower, uint64_t blkno, uint32_t count,
     return rc;
 }
 
-/* fault_read -- fail if armed, else read the lower device. */
-static int fault_read(struct ubj_bdev *d, uint64_t blkno, uint32_t count, void *buf)
+/* fault_submit -- fail r (a write possibly torn) if its kind is armed,
+ * else forward it to the lower device. */
+static void fault_submit(struct ubj_bdev *d, struct ubj_req *r)
 {
-    uint32_t torn;
-    if (fault_should_fail(fault_of(d), UBJ_FAULT_READ, &torn))
-        return fault_eio(UBJ_FAULT_READ, blkno);
-    return ubj_bdev_read(d->lower, blkno, count, buf);
-}
-
-/* fault_write -- fail (possibly torn) if armed, else write the lower device. */
-static int fault_write(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
-                       const void *buf)
-{
+    _Static_assert((int)UBJ_FAULT_READ == (int)UBJ_REQ_READ &&
+                   (int)UBJ_FAULT_WRITE == (int)UBJ_REQ_WRITE &&
+                   (int)UBJ_FAULT_FLUSH == (int)UBJ_REQ_FLUSH,
+                   "fault kinds are request operations");
+    enum ubj_fault_op op = (enum ubj_fault_op)r->op;
     uint32_t torn = 0;
-    if (!fault_should_fail(fault_of(d), UBJ_FAULT_WRITE, &torn))
-        return ubj_bdev_write(d->lower, blkno, count, buf);
-    if (torn > 0)
-        (void)fault_tear(d->lower, blkno, count, buf, torn);
-    return fault_eio(UBJ_FAULT_WRITE, blkno);
-}
-
-/* fault_flush -- fail if armed, else flush the lower device. */
-static int fault_flush(struct ubj_bdev *d)
-{
-    uint32_t torn;
-    if (fault_should_fail(fault_of(d), UBJ_FAULT_FLUSH, &torn))
-        return fault_eio(UBJ_FAULT_FLUSH, 0);
-    return ubj_bdev_flush(d->lower);
+    int rc;
+    if (!fault_should_fail(fault_of(d), op, &torn)) {
+        rc = ubj_bdev_forward(d->lower, r);
+    } else {
+        if (op == UBJ_FAULT_WRITE && torn > 0)
+            (void)fault_tear(d->lower, r->blkno, r->count, r->buf, torn);
+        rc = fault_eio(op, r->blkno);
+    }
+    ubj_req_complete(r, rc);
 }
 
 /* fault_destroy -- destroy the lower device, then the wrapper. */
@@ -157,12 +150,10 @@ static void fault_destroy(struct ubj_bdev *d)
 }
 
 static const struct ubj_bdev_ops fault_ops = {
-    .version = UBJ_BDEV_OPS_VERSION,
+    .version = UBJ_BDEV_OPS_V2,
     .name = "fault",
-    .read = fault_read,
-    .write = fault_write,
-    .flush = fault_flush,
     .destroy = fault_destroy,
+    .submit = fault_submit,
 };
 
 /* ubj_bdev_fault_create -- wrap lower in a pass-through fault injector. */
@@ -178,11 +169,7 @@ int ubj_bdev_fault_create(struct ubj_bdev *lower, struct ubj_bdev **out)
         free(f);
         return ubj_set_error(-ENOMEM, "fault bdev: cannot create its mutex");
     }
-    f->base.ops = &fault_ops;
-    f->base.block_size = lower->block_size;
-    f->base.guarantees = lower->guarantees;
-    f->base.nblocks = lower->nblocks;
-    f->base.lower = lower;
+    dev_wrap_init(&f->base, &fault_ops, lower);
     *out = &f->base;
     return 0;
 }

@@ -8,10 +8,13 @@
  * Invariants: the map is fixed at creation (find is called without a
  * lock, so it must not change); the overlay owns lower and destroys it
  * before calling map.fini.  Geometry and guarantees are lower's.
+ * Interface v2: its submit is its own calls (dev_submit_calls), completed
+ * in the caller's thread; every write (FUA or not) is -EROFS.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dev/dev_int.h"
 #include "ubjfs/bdev.h"
 #include "util/util.h"
 
@@ -91,19 +94,16 @@ int ubj_bdev_map_create(struct ubj_bdev *lower, const struct ubj_bdev_map *map,
     if (m->map.erofs == NULL)
         m->map.erofs = "map bdev: read-only";
     m->ops = (struct ubj_bdev_ops){
-        .version = UBJ_BDEV_OPS_VERSION,
+        .version = UBJ_BDEV_OPS_V2,
         .name = map->name ? map->name : "map",
         .read = map_read,
         .write = map_write,
         .flush = map_flush,
         .destroy = map_destroy,
+        .submit = dev_submit_calls,     /* synchronous, in the caller's thread */
     };
-    m->base.ops = &m->ops;
+    dev_wrap_init(&m->base, &m->ops, lower);
     m->base.kind = UBJ_BDEV_KIND_MAP;
-    m->base.block_size = lower->block_size;
-    m->base.guarantees = lower->guarantees;
-    m->base.nblocks = lower->nblocks;
-    m->base.lower = lower;
     *out = &m->base;
     return 0;
 }

@@ -1,18 +1,25 @@
 /*
  * model.c -- the framework shared by the timed device models: the block
  * device wrapper (ubj_model_create), arrival/queueing/service accounting,
- * waiting on the clock, the asynchronous-submission bracket, statistics
+ * modeled completion times, waiting until the device is idle, statistics
  * (log-scale histograms for percentiles) and energy.
  *
- * A request's life (model_io):
- *   1. t_arr = the clock's time when the request reaches the wrapper;
+ * A request's life (model_submit, interface v2):
+ *   1. t_arr = the clock's time when the request reaches the wrapper --
+ *      or, when a queue above dispatched it (DEVF_QUEUED), its dispatch
+ *      time, with its arrival at the queue kept for the statistics;
  *   2. the data goes to the lower device (the model never touches it);
  *      a request the lower device fails is returned as is, not modeled;
  *   3. under the device lock the model (kind->submit) computes t_start
  *      (>= t_arr: the queueing delay) and t_done, updates its state, and
  *      this file accounts the request;
- *   4. outside the lock the caller waits on the clock until t_done --
- *      unless the thread is inside ubj_model_async_begin/end.
+ *   4. the request completes at once, carrying t_done as its modeled
+ *      completion on the model's clock (DEVF_TIMED); whoever waits for it
+ *      waits on the clock until then (ubj_bdev_wait, the v1 calls outside
+ *      the asynchronous bracket: src/dev/bdev.c, src/dev/req.c).  A
+ *      request without UBJ_REQ_SYNC counts as asynchronous.
+ * FUA: a write with FUA pays the profile's write-through cost (the model
+ * kinds' submit: no write cache for it).
  *
  * Invariants (all [lock]):
  *  - arrivals handed to the model never decrease (last_arr);
@@ -31,6 +38,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dev/dev_int.h"
 #include "dev/model_int.h"
 #include "util/util.h"
 
@@ -52,8 +60,6 @@ struct model_dev {
     uint64_t svc_hist[MODEL_HIST_N];/* [lock] service times */
     uint64_t rsp_hist[MODEL_HIST_N];/* [lock] response times */
 };
-
-static _Thread_local unsigned model_async_depth;
 
 /* ---- histograms ---------------------------------------------------------- */
 
@@ -98,6 +104,9 @@ static uint64_t model_hist_pct(const uint64_t *h, uint64_t n, unsigned pct,
 
 /* ---- the device ------------------------------------------------------------ */
 
+/* the model's operation of each request operation (enum ubj_req_op) */
+static const enum model_op model_ops_of[] = { MODEL_READ, MODEL_WRITE, MODEL_FLUSH };
+
 /* model_of -- the model device embedding d. */
 static inline struct model_dev *model_of(struct ubj_bdev *d)
 {
@@ -111,10 +120,10 @@ static void model_account_locked(struct model_dev *m, const struct model_req *r,
     struct ubj_model_stats *st = &m->st;
     uint64_t from = model_max(r->t_start, m->busy_until);
     uint64_t busy_add = r->t_done > from ? r->t_done - from : 0;
-    uint64_t svc = r->t_done - r->t_start, rsp = r->t_done - r->t_arr;
+    uint64_t svc = r->t_done - r->t_start, rsp = r->t_done - r->t_queued;
     m->busy_until = model_max(m->busy_until, r->t_done);
     st->busy_ns += busy_add + r->bg_busy_ns;
-    st->queue_ns += r->t_start - r->t_arr;
+    st->queue_ns += r->t_start - r->t_queued;
     st->service_ns += svc;
     st->service_max_ns = model_max(st->service_max_ns, svc);
     st->response_max_ns = model_max(st->response_max_ns, rsp);
@@ -137,51 +146,48 @@ static void model_account_locked(struct model_dev *m, const struct model_req *r,
         st->async_requests++;
 }
 
-/* model_time -- model and account a request that the lower device served;
- * then wait for it unless this thread submits asynchronously. */
-static int model_time(struct model_dev *m, enum model_op op, uint64_t blkno,
-                      uint32_t count, uint64_t t_arr)
+/* model_time -- model and account request q (lower I/O done) arriving
+ * at t_arr, queued since t_queued. */
+static int model_time(struct model_dev *m, struct ubj_req *q, uint64_t t_arr,
+                      uint64_t t_queued)
 {
-    bool async = model_async_depth > 0;
-    struct model_req r = { .op = op, .blkno = blkno, .count = count };
+    bool async = !(q->flags & UBJ_REQ_SYNC);
+    struct model_req r = {
+        .op = model_ops_of[q->op], .blkno = q->blkno, .count = q->count,
+        .fua = q->op == UBJ_REQ_WRITE && dev_req_fua(q),
+    };
     pthread_mutex_lock(&m->lock);
     m->last_arr = model_max(m->last_arr, t_arr);
     r.t_arr = m->last_arr;
+    r.t_queued = (q->dev_flags_ & DEVF_QUEUED) ? t_queued : r.t_arr;
     int rc = m->kind->submit(m->impl, &r, &m->st);
     if (rc == 0)
         model_account_locked(m, &r, async);
     pthread_mutex_unlock(&m->lock);
-    if (rc == 0 && !async)
-        ubj_clock_wait_until(m->clock, r.t_done);
-    return rc;
+    if (rc < 0)
+        return rc;
+    if (!(q->dev_flags_ & DEVF_QUEUED)) {
+        q->t_arrive = r.t_arr;
+        q->t_dispatch = r.t_start;
+    }
+    q->t_complete = r.t_done;
+    q->clock = m->clock;
+    q->dev_flags_ |= DEVF_TIMED;
+    return 0;
 }
 
-/* model_read -- read the lower device, then time the read. */
-static int model_read(struct ubj_bdev *d, uint64_t blkno, uint32_t count, void *buf)
+/* model_submit -- the lower device does the I/O, then the model times it;
+ * complete with the modeled completion time. */
+static void model_submit(struct ubj_bdev *d, struct ubj_req *r)
 {
     struct model_dev *m = model_of(d);
-    uint64_t t_arr = ubj_clock_now(m->clock);
-    int rc = ubj_bdev_read(d->lower, blkno, count, buf);
-    return rc < 0 ? rc : model_time(m, MODEL_READ, blkno, count, t_arr);
-}
-
-/* model_write -- write the lower device, then time the write. */
-static int model_write(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
-                       const void *buf)
-{
-    struct model_dev *m = model_of(d);
-    uint64_t t_arr = ubj_clock_now(m->clock);
-    int rc = ubj_bdev_write(d->lower, blkno, count, buf);
-    return rc < 0 ? rc : model_time(m, MODEL_WRITE, blkno, count, t_arr);
-}
-
-/* model_flush -- flush the lower device, then time the flush. */
-static int model_flush(struct ubj_bdev *d)
-{
-    struct model_dev *m = model_of(d);
-    uint64_t t_arr = ubj_clock_now(m->clock);
-    int rc = ubj_bdev_flush(d->lower);
-    return rc < 0 ? rc : model_time(m, MODEL_FLUSH, 0, 0, t_arr);
+    bool queued = (r->dev_flags_ & DEVF_QUEUED) != 0;
+    uint64_t t_arr = queued ? r->t_dispatch : ubj_clock_now(m->clock);
+    uint64_t t_queued = queued ? r->t_arrive : t_arr;
+    int rc = ubj_bdev_forward(d->lower, r);
+    if (rc == 0)
+        rc = model_time(m, r, t_arr, t_queued);
+    ubj_req_complete(r, rc);
 }
 
 /* model_destroy -- the model, its lower device, its clock reference. */
@@ -195,9 +201,8 @@ static void model_destroy(struct ubj_bdev *d)
     free(m);
 }
 
-#define MODEL_OPS(kname) { .version = UBJ_BDEV_OPS_VERSION, .name = kname, \
-    .read = model_read, .write = model_write, .flush = model_flush, \
-    .destroy = model_destroy }
+#define MODEL_OPS(kname) { .version = UBJ_BDEV_OPS_V2, .name = kname, \
+    .destroy = model_destroy, .submit = model_submit }
 
 static const struct ubj_bdev_ops model_ops[] = {
     MODEL_OPS("hdd"), MODEL_OPS("ssd"), MODEL_OPS("nand"),
@@ -247,11 +252,7 @@ static int model_new(size_t ki, void *impl, double idle_w,
     m->t_reset = ubj_clock_now(clock);
     m->last_arr = m->t_reset;
     m->busy_until = m->t_reset;
-    m->base.ops = &model_ops[ki];
-    m->base.block_size = lower->block_size;
-    m->base.guarantees = lower->guarantees;
-    m->base.nblocks = lower->nblocks;
-    m->base.lower = lower;
+    dev_wrap_init(&m->base, &model_ops[ki], lower);
     *out = &m->base;
     return 0;
 }
@@ -296,17 +297,32 @@ int ubj_model_create(const char *kind, const char *profile,
     return rc;
 }
 
-/* ubj_model_async_begin -- this thread's requests stop waiting. */
-void ubj_model_async_begin(void)
+/* ubj_model_position_ns -- the model kind's positioning estimate. */
+int ubj_model_position_ns(struct ubj_bdev *d, enum ubj_req_op op, uint32_t flags,
+                          uint64_t blkno, uint32_t count, uint64_t t_ns,
+                          uint64_t *out_ns)
 {
-    model_async_depth++;
+    if (!ubj_model_is_model(d) || out_ns == NULL || (uint32_t)op > UBJ_REQ_FLUSH ||
+        (op != UBJ_REQ_FLUSH && (count == 0 || count > d->nblocks ||
+                                 blkno > d->nblocks - count)))
+        return ubj_set_error(-EINVAL, "model position: not a model device, "
+                             "or a bad request");
+    struct model_dev *m = model_of(d);
+    if (m->kind->position == NULL)
+        return ubj_set_error(-EOPNOTSUPP, "model position: %s has no "
+                             "positioning estimate", m->kind->name);
+    struct model_req r = { .op = model_ops_of[op], .blkno = blkno, .count = count,
+                           .fua = op == UBJ_REQ_WRITE && (flags & UBJ_REQ_FUA) };
+    pthread_mutex_lock(&m->lock);
+    int rc = m->kind->position(m->impl, &r, t_ns, out_ns);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
 }
 
-/* ubj_model_async_end -- close one async bracket. */
-void ubj_model_async_end(void)
+/* ubj_model_slots -- requests the model serves at once (0: any number). */
+uint32_t ubj_model_slots(const struct ubj_bdev *d)
 {
-    if (model_async_depth > 0)
-        model_async_depth--;
+    return ubj_model_is_model(d) ? ((const struct model_dev *)d)->kind->slots : 0;
 }
 
 /* ubj_model_wait_idle -- wait until d has finished all queued work. */

@@ -29,11 +29,16 @@
  * write completes once in the cache; dirty entries (sequential writes
  * merged) are destaged in idle gaps between requests, when the cache is
  * full (oldest first, charged to the write that needs the room), and by a
- * flush (all of them, in LBN order starting at the head: C-LOOK).
+ * flush (all of them, in LBN order starting at the head: C-LOOK).  A FUA
+ * write bypasses the cache: it costs what a write costs without one.
  *
  * Energy: seek_w during seeks, rw_w during rotation and transfer, idle_w
  * for the rest of a request's service; read-ahead streaming adds
  * (rw_w - idle_w) while it runs.
+ *
+ * SPTF: hdd_estimate predicts a request's positioning time (seek and
+ * rotational wait) from the state above without changing it, so a queue
+ * (src/dev/queue_sched.c) can pick the nearest request.
  *
  * Invariants: requests are served one at a time (free_at); `cyl`/`head`
  * is where the arm is once free_at has passed; wc[] holds disjoint or
@@ -248,20 +253,30 @@ static double hdd_rot_wait(const struct hdd *h, double t, double target)
     return w;
 }
 
+/* hdd_move_ns -- ns to move the arm from (fcyl, fhead) to (cyl, head):
+ * seek or head switch, plus the settle delay of a write; 0 if it is there. */
+static double hdd_move_ns(const struct hdd *h, uint64_t fcyl, uint64_t fhead,
+                          uint64_t cyl, uint64_t head, bool write)
+{
+    uint64_t d = cyl > fcyl ? cyl - fcyl : fcyl - cyl;
+    if (d == 0 && head == fhead)
+        return 0.0;
+    double ms = hdd_seek_ms(&h->p, d);
+    if (head != fhead && h->p.head_switch_ms > ms)
+        ms = h->p.head_switch_ms;
+    if (write)
+        ms += h->p.settle_ms;
+    return ms * MODEL_NS_PER_MS;
+}
+
 /* hdd_position -- ns to move the arm to (cyl, head); counts a seek. */
 static double hdd_position(struct hdd *h, uint64_t cyl, uint64_t head,
                            bool write, struct hdd_acc *a)
 {
-    uint64_t d = cyl > h->cyl ? cyl - h->cyl : h->cyl - cyl;
-    double ms = hdd_seek_ms(&h->p, d);
-    if (head != h->head && h->p.head_switch_ms > ms)
-        ms = h->p.head_switch_ms;
-    if (d == 0 && head == h->head)
-        return 0.0;
-    if (write)
-        ms += h->p.settle_ms;
-    a->seeks++;
-    return ms * MODEL_NS_PER_MS;
+    double ns = hdd_move_ns(h, h->cyl, h->head, cyl, head, write);
+    if (ns > 0.0)
+        a->seeks++;
+    return ns;
 }
 
 /* hdd_media -- access n sectors at lbn starting at time t (ns); moves the
@@ -531,15 +546,17 @@ static double hdd_read(struct hdd *h, uint64_t lbn, uint64_t n, double t,
     return fmax(end, first + bus);
 }
 
-/* hdd_write -- a write of n sectors at lbn starting at t; returns the end. */
-static int hdd_write(struct hdd *h, uint64_t lbn, uint64_t n, double *t,
+/* hdd_write -- a write of n sectors at lbn starting at t; returns the end.
+ * A FUA write goes to the media even with the write cache on (the
+ * write-through path). */
+static int hdd_write(struct hdd *h, uint64_t lbn, uint64_t n, bool fua, double *t,
                      struct hdd_acc *a, struct ubj_model_stats *st)
 {
     double bus = hdd_bus_ns(h, n * h->p.sector_bytes);
     double start = *t + h->p.ovh_write_ms * MODEL_NS_PER_MS;
     if (h->ra_on && lbn < h->ra_limit && lbn + n > h->ra_lo)
         hdd_ra_stop(h, *t, st);
-    if (h->p.write_cache && n <= h->wc_max) {
+    if (h->p.write_cache && n <= h->wc_max && !fua) {
         double end = start + bus;
         if (h->wc_sectors + n > h->wc_max) {
             hdd_ra_stop(h, *t, st);
@@ -571,7 +588,7 @@ static int hdd_submit(void *impl, struct model_req *r, struct ubj_model_stats *s
     if (r->op == MODEL_READ) {
         t = hdd_read(h, lbn, n, t, &a, st);
     } else if (r->op == MODEL_WRITE) {
-        rc = hdd_write(h, lbn, n, &t, &a, st);
+        rc = hdd_write(h, lbn, n, r->fua, &t, &a, st);
     } else {
         hdd_ra_stop(h, t, st);
         t = hdd_flush_all(h, t + h->p.ovh_flush_ms * MODEL_NS_PER_MS, &a, st);
@@ -585,6 +602,48 @@ static int hdd_submit(void *impl, struct model_req *r, struct ubj_model_stats *s
     hdd_acc_add(st, &a);
     double mech = a.seek + a.rot + a.xfer;
     st->overhead_ns += svc > mech ? model_round_ns(svc - mech) : 0;
+    return 0;
+}
+
+/* hdd_absorbed -- true if a request of [lbn, lbn + n) starting at t would
+ * be served by the buffer or the write cache (no media access). */
+static bool hdd_absorbed(const struct hdd *h, const struct model_req *r,
+                         uint64_t lbn, uint64_t n, double t)
+{
+    if (r->op == MODEL_WRITE)
+        return h->p.write_cache && n <= h->wc_max && !r->fua;
+    if (hdd_wc_covers(h, lbn, n))
+        return true;
+    if (!h->ra_on || lbn < h->ra_lo)
+        return false;
+    uint64_t avail = hdd_ra_avail(h, t);
+    return lbn <= avail && (avail < h->ra_limit || lbn + n <= h->ra_limit);
+}
+
+/* hdd_estimate -- SPTF's positioning estimate (model_kind.position): the
+ * seek (or head switch, plus a write's settle) and rotational wait that
+ * request r would spend before its first sector if started at t0 (or at
+ * free_at if later), from where the arm will be then (a read-ahead stream
+ * stopped there leaves it on the track it reached); 0 for a flush and for
+ * what the buffer or the write cache would absorb.  Changes nothing. */
+static int hdd_estimate(void *impl, const struct model_req *r, uint64_t t0,
+                        uint64_t *ns)
+{
+    const struct hdd *h = impl;
+    double t = (double)model_max(t0, h->free_at);
+    uint64_t lbn = r->blkno * h->spb, n = (uint64_t)r->count * h->spb;
+    *ns = 0;
+    if (r->op == MODEL_FLUSH || hdd_absorbed(h, r, lbn, n, t))
+        return 0;
+    uint64_t acyl = h->cyl, ahead = h->head, cyl, head, sec;
+    if (h->ra_on && hdd_ra_avail(h, t) > h->ra_next)
+        hdd_locate(h, hdd_ra_avail(h, t) - 1, &acyl, &ahead, &sec);
+    bool write = r->op == MODEL_WRITE;
+    t += (write ? h->p.ovh_write_ms : h->p.ovh_read_ms) * MODEL_NS_PER_MS;
+    const struct hdd_zone *z = hdd_locate(h, lbn, &cyl, &head, &sec);
+    double move = hdd_move_ns(h, acyl, ahead, cyl, head, write);
+    double rot = hdd_rot_wait(h, t + move, hdd_angle(h, z, cyl, head, sec));
+    *ns = model_round_ns(move + rot);
     return 0;
 }
 
@@ -677,6 +736,8 @@ const struct model_kind model_hdd_kind = {
     .create = hdd_create,
     .submit = hdd_submit,
     .idle_at = hdd_idle_at,
+    .position = hdd_estimate,
+    .slots = 1,
     .fill = NULL,
     .check = NULL,
     .destroy = hdd_destroy,

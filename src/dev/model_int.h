@@ -88,7 +88,11 @@ struct model_req {
     enum model_op op;
     uint64_t blkno;         /* first 4096-byte block */
     uint32_t count;         /* blocks (0 for a flush) */
-    uint64_t t_arr;         /* arrival, ns */
+    uint64_t t_arr;         /* arrival at the device, ns */
+    uint64_t t_queued;      /* arrival at the queue above (= t_arr without
+                               one): queueing and response are counted
+                               from here, ns */
+    bool fua;               /* write: durable on completion (write-through) */
     uint64_t t_start;       /* out: service starts (>= t_arr), ns */
     uint64_t t_done;        /* out: completion (>= t_start), ns */
     double energy_j;        /* out: energy charged directly, J */
@@ -111,6 +115,14 @@ struct model_kind {
     int (*submit)(void *impl, struct model_req *r, struct ubj_model_stats *st);
     /* idle_at: the time the device finishes everything submitted so far */
     uint64_t (*idle_at)(void *impl);
+    /* position: ns of positioning (seek + rotation) request r would need
+     * if started at t (no state change; r->t_* unused); NULL if the kind
+     * has no positioning.  Returns 0 (lock held). */
+    int (*position)(void *impl, const struct model_req *r, uint64_t t,
+                    uint64_t *ns);
+    /* slots: requests served at once, as a queue above should dispatch
+     * them (1: one at a time; 0: any number, the model queues them) */
+    uint32_t slots;
     /* fill: add state-derived fields (wear) to a stats snapshot; may be NULL */
     void (*fill)(void *impl, struct ubj_model_stats *st);
     /* check: verify invariants (0 or -EUCLEAN with message); may be NULL */

@@ -20,9 +20,10 @@
  *
  * FTL: writes go out of place to the open (active) block's next free
  * slots; the old copy becomes invalid.  With S > 1 units are gathered in
- * a page buffer in host RAM and the page is programmed when full (a flush
- * programs a partial page and pads it).  When the active block is full
- * and at most one free block is left, greedy garbage collection runs:
+ * a page buffer in host RAM and the page is programmed when full (a flush,
+ * or a FUA write, programs a partial page and pads it).  When the active
+ * block is full and at most one free block is left, greedy garbage
+ * collection runs:
  * the full block with the fewest valid units (ties: fewest erases, then
  * lowest number) has its valid units read and rewritten, and is erased;
  * this repeats until two blocks are free.  A new block is the free block
@@ -359,12 +360,15 @@ static int nand_submit(void *impl, struct model_req *r, struct ubj_model_stats *
     struct nand_cost c = {0};
     int rc = 0;
     r->t_start = model_max(r->t_arr, n->free_at);
-    if (r->op == MODEL_READ)
+    if (r->op == MODEL_READ) {
         nand_read_req(n, r->blkno, r->count, &c, st);
-    else if (r->op == MODEL_WRITE)
+    } else if (r->op == MODEL_WRITE) {
         rc = nand_write_req(n, r->blkno, r->count, &c, st);
-    else
+        if (rc == 0 && r->fua)
+            nand_pad(n, &c, st);    /* FUA: program the buffered page now */
+    } else {
         nand_pad(n, &c, st);
+    }
     if (rc == 0 && n->p.check)
         rc = nand_check(n);
     if (rc < 0)
@@ -561,6 +565,8 @@ const struct model_kind model_nand_kind = {
     .create = nand_create,
     .submit = nand_submit,
     .idle_at = nand_idle_at,
+    .position = NULL,
+    .slots = 1,
     .fill = nand_fill,
     .check = nand_check,
     .destroy = nand_destroy,

@@ -15,6 +15,9 @@
  *  the overflow to drain at media_write_mb_s; a flush waits for every
  *  resource, then costs flush_us + dirty bytes / media_write_mb_s.
  *  Without a write cache a flush costs flush_us after the device drains.
+ *  A FUA write with the cache on is written through: its bytes leave the
+ *  cache at media_write_mb_s before it completes (and never count as
+ *  dirty); without a cache FUA costs nothing extra.
  * Energy: read_w or write_w while the request extends the device's busy
  * time (the framework charges power_w x busy ns), idle_w otherwise.
  *
@@ -109,7 +112,10 @@ static void ssd_write(struct ssd *s, struct model_req *r, double bytes)
     size_t c = ssd_channel(s);
     uint64_t t = model_max(s->link_free, s->ch_free[c]) +
                  model_round_ns(s->p.write_lat_us * 1e3);
-    if (s->p.write_cache) {
+    if (s->p.write_cache && r->fua) {
+        /* write-through: the bytes go on to the media before completion */
+        t += model_round_ns(ssd_xfer_ns(bytes, s->p.media_write_mb_s));
+    } else if (s->p.write_cache) {
         s->dirty += bytes;
         if (s->dirty > s->cache_bytes) {
             t += model_round_ns(ssd_xfer_ns(s->dirty - s->cache_bytes,
@@ -200,6 +206,8 @@ const struct model_kind model_ssd_kind = {
     .create = ssd_create,
     .submit = ssd_submit,
     .idle_at = ssd_idle_at,
+    .position = NULL,
+    .slots = 0,
     .fill = NULL,
     .check = NULL,
     .destroy = ssd_destroy,

@@ -14,7 +14,9 @@
  * The dispatch layer has checked every range, so no bounds checks here.
  * Guarantees: ATOMIC_BLOCK (a write is never visible half-done to a later
  * request once it returned; there is no power loss in DRAM), no volatile
- * cache (flush is a no-op).
+ * cache (flush is a no-op, a FUA write an ordinary one).
+ * Interface v2: its submit is its own calls (dev_submit_calls): every
+ * request completes in the caller's thread before submit returns.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include "dev/dev_int.h"
 #include "ubjfs/bdev.h"
 #include "util/util.h"
 
@@ -78,12 +81,13 @@ static void ram_destroy(struct ubj_bdev *d)
 }
 
 static const struct ubj_bdev_ops ram_ops = {
-    .version = UBJ_BDEV_OPS_VERSION,
+    .version = UBJ_BDEV_OPS_V2,
     .name = "ram",
     .read = ram_read,
     .write = ram_write,
     .flush = ram_flush,
     .destroy = ram_destroy,
+    .submit = dev_submit_calls,     /* synchronous, in the caller's thread */
 };
 
 /* ram_alloc -- zeroed storage of len bytes; sets r->mem and r->mapped. */

@@ -16,7 +16,10 @@
  *
  * Invariants:
  *  - Writes and flushes are serialised by `lock` (held across the lower
- *    I/O), so the record's order is the order the lower device saw.
+ *    I/O), so the record's order is the order the lower device saw, and
+ *    the order in which the writes completed.
+ *  - A FUA write (fua) was durable when it completed: a crash image that
+ *    keeps anything of a later write of its epoch keeps it whole.
  *  - A write that failed is not recorded (what a failing device leaves is
  *    the fault wrapper's business); a flush that failed does not count.
  *  - flush_at is non-decreasing and <= nw.
@@ -31,6 +34,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dev/dev_int.h"
 #include "ubjfs/bdev.h"
 #include "util/util.h"
 
@@ -42,6 +46,7 @@
 struct rec_write {
     uint64_t blkno;
     uint32_t count;
+    bool fua;           /* written with FUA: durable once it completed */
     uint32_t chunk;     /* first chunk of its data */
     uint32_t at;        /* block index inside that chunk */
 };
@@ -186,15 +191,9 @@ static int rec_save_originals(struct rec_bdev *r, uint64_t blkno, uint32_t count
 
 /* ---- the device ------------------------------------------------------------- */
 
-/* rec_read -- pass through. */
-static int rec_read(struct ubj_bdev *d, uint64_t blkno, uint32_t count, void *buf)
-{
-    return ubj_bdev_read(d->lower, blkno, count, buf);
-}
-
 /* rec_append -- record a completed write.  0 or -ENOMEM. */
 static int rec_append(struct rec_bdev *r, uint64_t blkno, uint32_t count,
-                      const void *buf)
+                      const void *buf, bool fua)
 {
     if (r->nw == r->capw) {
         uint64_t cap = r->capw ? r->capw * 2 : 1024;
@@ -209,32 +208,27 @@ static int rec_append(struct rec_bdev *r, uint64_t blkno, uint32_t count,
         return -ENOMEM;
     w->blkno = blkno;
     w->count = count;
+    w->fua = fua;
     r->nw++;
     return 0;
 }
 
-/* rec_write -- keep the originals, write through, record. */
-static int rec_write(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
-                     const void *buf)
+/* rec_write_locked -- keep the originals, write through, record. */
+static int rec_write_locked(struct rec_bdev *r, struct ubj_req *q)
 {
-    struct rec_bdev *r = rec_of(d);
-    pthread_mutex_lock(&r->lock);
-    int rc = rec_save_originals(r, blkno, count);
+    int rc = rec_save_originals(r, q->blkno, q->count);
     if (rc == 0)
-        rc = ubj_bdev_write(d->lower, blkno, count, buf);
-    if (rc == 0 && rec_append(r, blkno, count, buf) < 0)
+        rc = ubj_bdev_forward(r->base.lower, q);
+    if (rc == 0 && rec_append(r, q->blkno, q->count, q->buf, dev_req_fua(q)) < 0)
         rc = ubj_set_error(-ENOMEM, "record bdev: out of memory");
-    pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
-/* rec_flush -- flush through; a completed flush is recorded. */
-static int rec_flush(struct ubj_bdev *d)
+/* rec_flush_locked -- flush through; a completed flush is recorded. */
+static int rec_flush_locked(struct rec_bdev *r, struct ubj_req *q)
 {
-    struct rec_bdev *r = rec_of(d);
-    pthread_mutex_lock(&r->lock);
     uint64_t issued = r->nw;
-    int rc = ubj_bdev_flush(d->lower);
+    int rc = ubj_bdev_forward(r->base.lower, q);
     if (rc == 0 && r->nf == r->capf) {
         uint64_t cap = r->capf ? r->capf * 2 : 256;
         uint64_t *f = realloc(r->flush_at, cap * sizeof *f);
@@ -247,8 +241,24 @@ static int rec_flush(struct ubj_bdev *d)
     }
     if (rc == 0)
         r->flush_at[r->nf++] = issued;
-    pthread_mutex_unlock(&r->lock);
     return rc;
+}
+
+/* rec_submit -- reads pass through; writes and flushes are recorded, in
+ * the order the lower device completes them (one at a time). */
+static void rec_submit(struct ubj_bdev *d, struct ubj_req *q)
+{
+    struct rec_bdev *r = rec_of(d);
+    int rc;
+    if (q->op == UBJ_REQ_READ) {
+        rc = ubj_bdev_forward(d->lower, q);
+    } else {
+        pthread_mutex_lock(&r->lock);
+        rc = q->op == UBJ_REQ_WRITE ? rec_write_locked(r, q)
+                                    : rec_flush_locked(r, q);
+        pthread_mutex_unlock(&r->lock);
+    }
+    ubj_req_complete(q, rc);
 }
 
 /* rec_destroy -- free the record and the lower device. */
@@ -268,12 +278,10 @@ static void rec_destroy(struct ubj_bdev *d)
 }
 
 static const struct ubj_bdev_ops rec_ops = {
-    .version = UBJ_BDEV_OPS_VERSION,
+    .version = UBJ_BDEV_OPS_V2,
     .name = "record",
-    .read = rec_read,
-    .write = rec_write,
-    .flush = rec_flush,
     .destroy = rec_destroy,
+    .submit = rec_submit,
 };
 
 /* ubj_bdev_record_create -- wrap lower in a recorder. */
@@ -295,11 +303,7 @@ int ubj_bdev_record_create(struct ubj_bdev *lower, struct ubj_bdev **out)
         return ubj_set_error(-ENOMEM, "record bdev: out of memory");
     }
     pthread_mutex_init(&r->lock, NULL);
-    r->base.ops = &rec_ops;
-    r->base.block_size = REC_BS;
-    r->base.guarantees = lower->guarantees;
-    r->base.nblocks = lower->nblocks;
-    r->base.lower = lower;
+    dev_wrap_init(&r->base, &rec_ops, lower);
     *out = &r->base;
     return 0;
 }
@@ -385,6 +389,21 @@ int ubj_bdev_record_write_info(const struct ubj_bdev *d, uint64_t i,
     return rc;
 }
 
+/* ubj_bdev_record_write_fua -- 1 if write i had FUA. */
+int ubj_bdev_record_write_fua(const struct ubj_bdev *d, uint64_t i)
+{
+    struct rec_bdev *r = rec_of(d);
+    if (r == NULL)
+        return ubj_set_error(-EINVAL, "record bdev: not a recording device");
+    pthread_mutex_lock(&r->lock);
+    int rc = i < r->nw ? (int)r->w[i].fua
+                       : ubj_set_error(-EINVAL, "record bdev: write %llu of %llu",
+                                       (unsigned long long)i,
+                                       (unsigned long long)r->nw);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
 /* ---- crash images --------------------------------------------------------------- */
 
 /* rec_copy_lower -- copy every block of the lower device onto target. */
@@ -460,6 +479,22 @@ static int rec_apply(struct rec_bdev *r, uint64_t i, const struct ubj_rec_choice
     return 0;
 }
 
+/* rec_last_kept -- one past the last write of [first, end) that `choice`
+ * keeps any part of (first if none): a power cut after it completed, so
+ * every FUA write before it is durable. */
+static uint64_t rec_last_kept(uint64_t first, uint64_t end,
+                              const struct ubj_rec_choice *choice, uint64_t nchoice)
+{
+    uint64_t kept = first;
+    for (uint64_t i = first; choice != NULL && i < end && i - first < nchoice; i++)
+        if (choice[i - first].keep != UBJ_REC_DROP &&
+            !((choice[i - first].keep == UBJ_REC_PREFIX ||
+               choice[i - first].keep == UBJ_REC_SUFFIX) &&
+              choice[i - first].sectors == 0))
+            kept = i + 1;
+    return kept;
+}
+
 /* ubj_bdev_record_crash -- the image a power cut during epoch k leaves. */
 int ubj_bdev_record_crash(struct ubj_bdev *d, uint64_t k,
                           const struct ubj_rec_choice *choice, uint64_t nchoice,
@@ -486,8 +521,10 @@ int ubj_bdev_record_crash(struct ubj_bdev *d, uint64_t k,
         rc = rec_put_originals(r, target);
     for (uint64_t i = 0; rc == 0 && i < first; i++)
         rc = rec_apply(r, i, NULL, target, buf);
+    uint64_t kept = rec_last_kept(first, end, choice, nchoice);
     for (uint64_t i = first; rc == 0 && i < end && i - first < nchoice && choice; i++)
-        rc = rec_apply(r, i, &choice[i - first], target, buf);
+        rc = rec_apply(r, i, r->w[i].fua && i < kept ? NULL : &choice[i - first],
+                       target, buf);
     pthread_mutex_unlock(&r->lock);
     free(buf);
     return rc;

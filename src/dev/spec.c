@@ -2,7 +2,9 @@
  * spec.c -- open a device stack from a spec string (ubj_bdev_open_spec,
  * include/ubjfs/model.h):  layer ( "@" layer )*, top first, where a
  * layer is "ram", "file:PATH" (PATH runs to the end of the string),
- * "fault", or "KIND:PROFILE[,key=value...]" with KIND hdd, ssd or nand.
+ * "fault", "queue:SCHED[,key=value...]" (a request queue,
+ * include/ubjfs/queue.h), or "KIND:PROFILE[,key=value...]" with KIND
+ * hdd, ssd or nand.
  *
  * The stack is built bottom up: the leaf (the last layer if it is ram or
  * file:, else the caller's `lower`, else a RAM device), then each wrapper
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dev/model_int.h"
+#include "ubjfs/queue.h"
 #include "util/util.h"
 
 #define SPEC_MAX_LAYERS 16
@@ -57,6 +60,12 @@ static bool spec_is_leaf(const char *l)
     return strcmp(l, "ram") == 0 || strncmp(l, "file:", 5) == 0;
 }
 
+/* spec_is_queue -- true for a "queue:SCHED[,...]" layer. */
+static bool spec_is_queue(const char *l)
+{
+    return strncmp(l, "queue:", 6) == 0;
+}
+
 /* spec_clock_opt -- the clock=... option of a model layer: 1 real,
  * 0 virtual, -1 absent, -EINVAL for another value. */
 static int spec_clock_opt(const char *l)
@@ -82,7 +91,8 @@ static int spec_clock(const struct spec_stack *st, const struct ubj_spec_opts *o
     enum ubj_clock_kind kind = o->clock_kind;
     bool any_model = false;
     for (size_t i = 0; i < st->n; i++) {
-        if (spec_is_leaf(st->layer[i]) || strcmp(st->layer[i], "fault") == 0)
+        if (spec_is_leaf(st->layer[i]) || strcmp(st->layer[i], "fault") == 0 ||
+            spec_is_queue(st->layer[i]))
             continue;
         any_model = true;
         int c = spec_clock_opt(st->layer[i]);
@@ -113,16 +123,26 @@ static int spec_leaf(const char *l, const struct ubj_spec_opts *o,
     return ubj_bdev_file_open(path, flags, o->nblocks * UBJ_BLOCK_SIZE, out);
 }
 
+/* spec_queue -- open a "queue:ARGS" layer over dev. */
+static int spec_queue(const char *l, struct ubj_bdev *dev, struct ubj_bdev **out)
+{
+    struct ubj_queue_conf c;
+    int rc = ubj_bdev_queue_parse(l + 6, &c);
+    return rc < 0 ? rc : ubj_bdev_queue_create(dev, &c, out);
+}
+
 /* spec_wrap -- put wrapper layer l over *dev (ownership passes on success). */
 static int spec_wrap(const char *l, struct ubj_clock *clock, struct ubj_bdev *dev,
                      struct ubj_bdev **out)
 {
     if (strcmp(l, "fault") == 0)
         return ubj_bdev_fault_create(dev, out);
+    if (spec_is_queue(l))
+        return spec_queue(l, dev, out);
     const char *colon = strchr(l, ':');
     if (colon == NULL || colon == l || colon[1] == '\0')
         return ubj_set_error(-EINVAL, "device spec: \"%s\" is not ram, "
-                             "file:PATH, fault or KIND:PROFILE", l);
+                             "file:PATH, fault, queue:SCHED or KIND:PROFILE", l);
     char kind[16];
     size_t n = (size_t)(colon - l);
     if (n >= sizeof kind)

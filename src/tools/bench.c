@@ -555,7 +555,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
         return tools_usage_err("missing benchmark name (micro)");
     if (strcmp(argv[optind], "micro") != 0)
         return tools_usage_err("unknown benchmark '%s' (headline, run, micro, ubj, "
-                               "modes)", argv[optind]);
+                               "modes, dev)", argv[optind]);
     if (optind + 1 < argc)
         return tools_usage_err("unexpected argument '%s'", argv[optind + 1]);
     /* each op's file needs an inode (15 per 4 KiB block) and room in its
@@ -581,14 +581,15 @@ static int bench_overview(void)
              heads);
     printf("Usage: ubjfs bench [--quick] [--results DIR] [OPTIONS]\n"
            "       ubjfs bench run [OPTIONS]\n"
-           "       ubjfs bench micro|ubj|modes [OPTIONS]\n\n"
+           "       ubjfs bench micro|ubj|modes|dev [OPTIONS]\n\n"
            "  (none), headline  ");
     tools_wrap(stdout, text, 20, 20, 72);
     printf("  run               the evaluation harness: any workloads x modes x\n"
            "                    device profiles; table, CSV, JSON, plots\n"
            "  micro             single-thread operation rates of the library\n"
            "  ubj               mode ubj: append+fsync latency, recovery, ubj vs none\n"
-           "  modes             every mode: cost of one fsync'd append, by category\n\n"
+           "  modes             every mode: cost of one fsync'd append, by category\n"
+           "  dev               CPU cost of one request on device stacks (queue, ...)\n\n"
            "Run 'ubjfs bench BENCHMARK --help' for its options.\n"
            "Exit status: 0 success, 1 a run failed, 2 usage error.\n");
     return TOOLS_EXIT_OK;
@@ -610,6 +611,8 @@ int tools_bench_main(int argc, char **argv)
         return tools_bench_ubj_main(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "modes") == 0)   /* src/tools/bench_modes.c */
         return tools_bench_modes_main(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "dev") == 0)   /* src/tools/bench_dev.c */
+        return tools_bench_dev_main(argc - 1, argv + 1);
     int ret = bench_parse(argc, argv, &a);
     if (ret < 0) {
         struct ubj_format_opts fo = { .mode = a.mode };

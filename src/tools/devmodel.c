@@ -71,7 +71,8 @@ int tools_dev_parse(const char *spec, char **models, const char **file)
     }
     if (rc < 0)
         return tools_usage_err("invalid --device '%s' (ram, file:PATH, or model "
-                               "layers over them, e.g. nand:slc@ram)", spec);
+                               "and queue layers over them, e.g. nand:slc@ram, "
+                               "queue:clook@hdd:modern7200)", spec);
     rc = tools_dev_trial(*models);
     if (rc < 0)
         return tools_usage_err("invalid --device '%s': %s", spec, tools_libmsg(rc));
