@@ -262,10 +262,10 @@ struct ubj_req {
     uint64_t deadline_ns;     /* UBJ_CRIT_LIMITED: wanted completion, ns on
                                  the stack's clock */
     uint32_t pid;             /* issuing process (0: the file system) */
-    uint32_t state;           /* enum ubj_req_state [atomic] */
     void (*done)(struct ubj_req *r);  /* completion callback, or NULL */
     void *priv;               /* the submitter's, for done */
     /* -- set by the device; valid once DONE -- */
+    uint32_t state;           /* enum ubj_req_state [atomic] (always valid) */
     int result;               /* 0 or a negative errno */
     uint32_t dev_flags_;      /* the device layer's flags (src/dev/dev_int.h) */
     struct ubj_clock *clock;  /* the clock of the times below; NULL: the
