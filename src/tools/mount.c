@@ -13,7 +13,9 @@
  *      opens the image with an exclusive flock (a second mount of the same
  *      image fails here: "in use"), mounts the library (recovery runs
  *      here), mounts the kernel side;
- *   4. only then does it detach (setsid, chdir /, stdio to /dev/null),
+ *   4. only then does it detach (setsid, chdir /, stdio to /dev/null or,
+ *      with --log FILE, stdout and stderr appended to FILE, opened by the
+ *      checks before the fork so a bad path fails the mount),
  *      write the pid file and tell the parent, which exits 0; on any
  *      failure the child has printed one line and exits 1, and so does the
  *      parent.
@@ -33,7 +35,7 @@
  * using the mount see the modeled device's speed.  The model's
  * statistics are written after the unmount, and whenever the daemon gets
  * SIGUSR1, to --stats FILE (replaced each time) or else to stderr (with
- * -f) or syslog (detached).  SIGUSR1 is blocked in every thread and taken
+ * -f or --log) or syslog (detached).  SIGUSR1 is blocked in every thread and taken
  * by one thread with sigwait, so the report is not written from a signal
  * handler.
  */
@@ -62,6 +64,8 @@
 struct mount_args {
     const char *image, *mountpoint;
     const char *mode, *nvm, *pidfile;
+    const char *log;                     /* --log FILE, or NULL */
+    int log_fd;                          /* open on FILE (appending), or -1 */
     const char *device, *nvm_profile, *stats;   /* --device, --nvm-profile, --stats */
     char *models;                        /* --device's model layers */
     uint64_t cache_bytes;                /* 0: the library's default */
@@ -114,6 +118,9 @@ static void mount_usage(void)
            "  -f, --foreground       stay in the foreground (messages on stderr)\n"
            "  -d, --debug            print every FUSE request (implies -f)\n"
            "  -p, --pid-file FILE    write the daemon's pid to FILE (removed at exit)\n"
+           "      --log FILE         append the daemon's stderr to FILE: its errors\n"
+           "                         (also in syslog), the statistics when --stats is\n"
+           "                         not given, abort and sanitizer reports\n"
            "  -o OPT[,OPT...]        mount options: FUSE's (allow_other, allow_root,\n"
            "                         nosuid, nodev, noexec, noatime, auto_unmount,\n"
            "                         fsname=NAME, max_read=N, ...) and these:\n"
@@ -272,6 +279,9 @@ static int mount_opt_value(struct mount_args *a, int c, const char *arg)
     case 'p':
         a->pidfile = arg;
         return -1;
+    case 'L':
+        a->log = arg;
+        return -1;
     case 'D':
         a->device = arg;
         return -1;
@@ -312,6 +322,7 @@ static int mount_parse(int argc, char **argv, struct mount_args *a)
         { "foreground", no_argument, NULL, 'f' },
         { "debug", no_argument, NULL, 'd' },
         { "pid-file", required_argument, NULL, 'p' },
+        { "log", required_argument, NULL, 'L' },
         { "device", required_argument, NULL, 'D' },
         { "nvm-profile", required_argument, NULL, 'P' },
         { "stats", required_argument, NULL, 'S' },
@@ -431,6 +442,13 @@ static int mount_check(struct mount_args *a)
         return TOOLS_EXIT_ERR;
     }
     a->mnt_dev = st.st_dev;
+    if (a->log != NULL) {                /* opened here: a bad path is said now */
+        a->log_fd = open(a->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (a->log_fd < 0) {
+            tools_err("%s: cannot open the log: %s", a->log, strerror(errno));
+            return TOOLS_EXIT_ERR;
+        }
+    }
     return -1;
 }
 
@@ -499,7 +517,7 @@ static void mount_report(const struct mount_run *m, const struct ubj_fs_stats *f
         return;
     if (m->args->stats != NULL)
         mount_report_file(m, fst, when);
-    else if (m->args->foreground)
+    else if (m->args->foreground || m->args->log_fd >= 0)
         mount_report_to(stderr, m, fst, when);
     else
         mount_report_syslog(m, fst, when);
@@ -530,8 +548,10 @@ static void mount_stats_start(struct mount_run *m)
         return;
     if (pthread_create(&m->stats_thread, NULL, mount_stats_main, m) == 0)
         m->stats_running = true;
-    else
+    else {
         syslog(LOG_WARNING, "no SIGUSR1 statistics: cannot start a thread");
+        tools_err("no SIGUSR1 statistics: cannot start a thread");
+    }
 }
 
 /* mount_stats_stop -- wake the SIGUSR1 thread for the last time; join. */
@@ -660,8 +680,9 @@ static void mount_pidfile_remove(const char *path)
         (void)unlink(path);
 }
 
-/* mount_detach -- become a daemon: own session, no terminal, cwd /. */
-static void mount_detach(void)
+/* mount_detach -- become a daemon: own session, no terminal, cwd /;
+ * stdout and stderr to --log's file if given, else /dev/null. */
+static void mount_detach(const struct mount_args *a)
 {
     (void)setsid();
     if (chdir("/") < 0)
@@ -669,9 +690,10 @@ static void mount_detach(void)
     int fd = open("/dev/null", O_RDWR);
     if (fd < 0)
         return;
+    int out = a->log_fd >= 0 ? a->log_fd : fd;
     (void)dup2(fd, 0);
-    (void)dup2(fd, 1);
-    (void)dup2(fd, 2);
+    (void)dup2(out, 1);
+    (void)dup2(out, 2);
     if (fd > 2)
         close(fd);
 }
@@ -686,6 +708,8 @@ static int mount_serve(struct mount_args *a, int ready)
     sigaddset(&usr1, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &usr1, NULL);   /* inherited by every thread */
     openlog("ubjfs", LOG_PID, LOG_DAEMON);
+    if (ready < 0 && a->log_fd >= 0)     /* -f --log FILE: stderr is FILE */
+        (void)dup2(a->log_fd, STDERR_FILENO);
     if (mount_start(a, &m) < 0) {
         (void)mount_stop(&m, a->image);
         return TOOLS_EXIT_ERR;
@@ -695,7 +719,7 @@ static int mount_serve(struct mount_args *a, int ready)
         return TOOLS_EXIT_ERR;
     }
     if (ready >= 0) {
-        mount_detach();
+        mount_detach(a);
         char ok = 0;
         if (write(ready, &ok, 1) != 1)
             syslog(LOG_WARNING, "%s: cannot tell the parent", a->image);
@@ -709,8 +733,10 @@ static int mount_serve(struct mount_args *a, int ready)
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    if (rc < 0)
+    if (rc < 0) {
         syslog(LOG_ERR, "%s: FUSE session failed: %s", a->image, strerror(-rc));
+        tools_err("%s: FUSE session failed: %s", a->image, strerror(-rc));
+    }
     int src = mount_stop(&m, a->image);
     if (a->pidfile != NULL)
         mount_pidfile_remove(a->pidfile);
@@ -814,7 +840,7 @@ static int mount_background(struct mount_args *a)
 /* tools_mount_main -- `ubjfs mount`. */
 int tools_mount_main(int argc, char **argv)
 {
-    struct mount_args a = { 0 };
+    struct mount_args a = { .log_fd = -1 };
     a.fo.writeback_cache = false;   /* docs/PERFORMANCE.md: slower in mode ubj */
     a.fo.attr_timeout = UBJ_FUSE_ATTR_TIMEOUT;
     a.fo.entry_timeout = UBJ_FUSE_ENTRY_TIMEOUT;

@@ -14,6 +14,8 @@
 #   fl_crash_modes          the built modes that promise crash consistency
 #   fl_mkfs IMG SIZE MODE   make an image
 #   fl_mount IMG MNT MODE [ubjfs mount options...]
+#                           (the daemon's stderr goes to $T/daemon.MNT.log,
+#                           printed when the test fails)
 #   fl_umount MNT           fusermount3 -u; wait for the daemon to exit 0
 #   fl_kill9 MNT            kill -9 the daemon, detach the dead mount
 #   fl_fsck IMG             fsck -n must say clean (exit 0)
@@ -42,9 +44,24 @@ fl_need() {
   done
 }
 
-# fl_cleanup -- detach every mount we made, kill leftover daemons, rm $T
+# fl_daemon_logs -- print what each daemon wrote to its --log (the last
+# 40 lines of each non-empty one): an abort, a sanitizer report, an error
+fl_daemon_logs() {
+  local f
+  for f in "$T"/daemon.*.log; do
+    [ -s "$f" ] || continue
+    echo "--- $(basename "$f") (the daemon's stderr), last 40 lines:"
+    tail -n 40 "$f"
+  done
+}
+
+# fl_cleanup -- on failure show the daemons' logs; detach every mount we
+# made, kill leftover daemons, rm $T
 fl_cleanup() {
-  local m
+  local rc=$? m
+  if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -n "${T:-}" ] && [ -d "$T" ]; then
+    fl_daemon_logs
+  fi
   for m in "${FL_MOUNTS[@]}"; do
     if mountpoint -q "$m" 2>/dev/null; then
       fusermount3 -u "$m" 2>/dev/null || fusermount3 -u -z "$m" 2>/dev/null || true
@@ -143,7 +160,8 @@ fl_mount() {
   mkdir -p "$mnt"
   local extra=()
   if [ "$mode" = ubj ]; then extra+=(--nvm "$(fl_nvm "$img")"); fi
-  "$UBJ" mount -m "$mode" "${extra[@]}" --pid-file "$T/pid.$$" "$@" "$img" "$mnt"
+  "$UBJ" mount -m "$mode" "${extra[@]}" --pid-file "$T/pid.$$" \
+    --log "$T/daemon.$(basename "$mnt").log" "$@" "$img" "$mnt"
   FL_MOUNTS+=("$mnt")
   FL_PID[$mnt]=$(cat "$T/pid.$$")
   mountpoint -q "$mnt" || { echo "FAIL: $mnt is not a mount point after ubjfs mount"; exit 1; }

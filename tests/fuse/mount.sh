@@ -3,7 +3,7 @@
 # mounted), mount errors reported before detaching (exit 1, no daemon
 # left), a second mount of the same image refused, fusermount3 -u /
 # SIGTERM / SIGINT unmount cleanly (daemon exits 0, fsck clean, data kept),
-# read-only mounts, and the help text.
+# read-only mounts, --log, and the help text.
 . "$(dirname "$0")/fuselib.bash"
 fl_init
 
@@ -93,6 +93,19 @@ expect 1 "$UBJ" mount "$T/junk.img" "$mnt"
 grep -q "cannot mount" "$T/out" || fl_fail "junk image: $(cat "$T/out")"
 expect 1 "$UBJ" mount -o no_such_fuse_option "$img" "$mnt"
 pgrep -f "ubjfs mount.*$T" >/dev/null && fl_fail "a daemon survived a failed mount"
+# --log FILE: a path that cannot be opened fails the mount before anything
+# starts; a detached daemon's stderr reaches FILE (here the model's
+# statistics at unmount, which go there when --stats is not given)
+expect 1 "$UBJ" mount --log "$T/nodir/log" "$img" "$mnt"
+grep -q "cannot open the log" "$T/out" || fl_fail "--log in a missing dir: $(cat "$T/out")"
+"$UBJ" mount --log "$T/daemon.log" -D ssd:nvme -p "$T/log.pid" "$img" "$mnt" ||
+  fl_fail "mount --log failed"
+logpid=$(cat "$T/log.pid")
+echo x >"$mnt/x" && rm "$mnt/x"
+fusermount3 -u "$mnt"
+fl_wait_gone "$logpid" 60 || fl_fail "the --log daemon did not exit"
+grep -q "ssd:nvme" "$T/daemon.log" ||
+  fl_fail "--log: no statistics in the log: '$(head -c 300 "$T/daemon.log")'"
 
 # a normal mount, then every kind of second opener is refused
 fl_mount "$img" "$mnt" none
