@@ -392,6 +392,8 @@ static void fu_init(void *userdata, struct fuse_conn_info *conn)
 #if UBJ_TEST_HOOKS   /* a test build only (CMake option UBJ_TEST_HOOKS) */
     if (getenv("UBJ_FUSE_BREAK_INIT") != NULL)   /* tests/fuse/mount.sh: an */
         conn->max_read = 1;                     /* INIT that libfuse refuses */
+    if (getenv("UBJ_FUSE_TEST_NONBLOCK") != NULL)   /* tests/fuse/uring.sh: */
+        (void)ubj_fuse_io_nonblock(&f->io);    /* every idle reader meets it */
 #endif
     conn->max_background = FU_MAX_BACKGROUND;
     conn->congestion_threshold = FU_MAX_BACKGROUND * 3 / 4;

@@ -39,6 +39,17 @@ static struct timespec io_deadline(long ns)
     return ts;
 }
 
+/* io_set_nonblock -- make the descriptor O_NONBLOCK (for every reader:
+ * the flag is the open file's); 0 or -errno */
+static int io_set_nonblock(struct ubj_fuse_io *io, int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -errno;
+    io->nonblock = true;
+    return 0;
+}
+
 /* io_read_lazy -- the ring serves requests: read /dev/fuse without
  * sleeping in its wait queue (fuse_io.h, "Lazy /dev/fuse"); a kick
  * (ubj_fuse_io_kick) ends a pause at once */
@@ -48,11 +59,8 @@ static ssize_t io_read_lazy(struct ubj_fuse_io *io, int fd, void *buf, size_t le
     int saved;
     pthread_mutex_lock(&io->lazy_lock);
     pthread_cleanup_push(io_unlock, &io->lazy_lock);
-    if (!io->nonblock) {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0)
-            io->nonblock = true;
-    }
+    if (!io->nonblock)
+        (void)io_set_nonblock(io, fd);
     long pause = IO_LAZY_MIN_NS;
     for (;;) {
         n = read(fd, buf, len);
@@ -142,6 +150,16 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
         return n;
     }
     ssize_t n = read(fd, buf, len);
+    if (n < 0 && errno == EAGAIN) {
+        /* the descriptor was made O_NONBLOCK (the ring's lazy reader, or a
+         * drain) after this thread chose to block: the kernel checks the
+         * flag again after each wake-up whose request another reader took
+         * (fuse_dev_do_read), and libfuse ends the whole session on
+         * EAGAIN.  Wait as the lazy reader does instead. */
+        n = io_read_lazy(io, fd, buf, len);
+        io_note(io, buf, n);
+        return n;
+    }
     io_note(io, buf, n);
     const size_t need = sizeof(struct fuse_in_header) + sizeof(struct fuse_init_in);
     if (n >= (ssize_t)need) {
@@ -197,6 +215,12 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
         return writev(fd, iov, count);
     io_amend_init(io, iov, count);
     return writev(fd, iov, count);
+}
+
+/* ubj_fuse_io_nonblock -- see fuse_io.h. */
+int ubj_fuse_io_nonblock(struct ubj_fuse_io *io)
+{
+    return io_set_nonblock(io, fuse_session_fd(io->se));
 }
 
 /* ubj_fuse_io_install -- see fuse_io.h. */

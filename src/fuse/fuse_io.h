@@ -98,6 +98,17 @@ void ubj_fuse_io_kick(struct ubj_fuse_io *io);
  */
 int ubj_fuse_io_drain(struct ubj_fuse_io *io);
 
+/*
+ * ubj_fuse_io_nonblock -- make /dev/fuse O_NONBLOCK now, as the lazy
+ * reader does once the ring serves.  Every reader copes: a thread that
+ * chose to block and then finds the flag set (the kernel checks it again
+ * after each wake-up whose request another reader took) waits as the lazy
+ * reader does instead of failing the session with EAGAIN.  Test builds
+ * call it at INIT under UBJ_FUSE_TEST_NONBLOCK=1 (tests/fuse/uring.sh) to
+ * make that race certain.  0 or -errno from fcntl(2).  Thread-safe.
+ */
+int ubj_fuse_io_nonblock(struct ubj_fuse_io *io);
+
 /* ubj_fuse_io_fini -- free what ubj_fuse_io_install made; after the
  * session (and every thread that could call the hooks) is gone. */
 void ubj_fuse_io_fini(struct ubj_fuse_io *io);
