@@ -541,7 +541,7 @@ static int alloc_release(struct ubj_fs *fs, struct ubj_handle *h,
         uint32_t n = UBJ_BITMAP_BITS - bit < count ? UBJ_BITMAP_BITS - bit
                                                    : (uint32_t)count;
         struct ubj_buf *b;
-        int rc = fs_meta_write_begin(fs, h, m->start + i, m->magic, false, &b);
+        int rc = fs_meta_write_begin(fs, h, m->start + i, m->magic, &b);
         if (rc < 0)
             return rc;
         uint64_t *w = alloc_words(b);

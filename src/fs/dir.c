@@ -361,20 +361,47 @@ static int dir_touch(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *di
     return fs_idirty(fs, h, dir);
 }
 
-/* dir_ev -- event `type` over node b's counts and records up to byte
- * `end` of the records (what an insert, delete or split rewrote); the
- * leaf record `rec` (or NULL) gives the name. */
-static int dir_ev(struct ubj_handle *h, struct fs_iref *dir, struct ubj_buf *b,
-                  enum ubj_event_type type, unsigned end, const uint8_t *rec,
-                  uint64_t a)
+/* dir_make_rec -- leaf record `key`: name -> ino (type DT_*) in rec
+ * (dir_reclen(len) bytes, padding zeroed). */
+static void dir_make_rec(uint8_t *rec, uint64_t key, uint64_t ino, unsigned type,
+                         const char *name, size_t len)
 {
-    struct ubj_event ev = { .type = type, .ino = dir->ino, .a = a };
-    if (rec != NULL) {
-        ev.name = (const char *)rec + UBJ_DIR_LEAF_FIXED;
-        ev.namelen = rec[17];
-    }
+    memset(rec, 0, dir_reclen((unsigned)len));
+    dir_put64(rec, key);
+    dir_put64(rec + 8, ino);
+    rec[16] = (uint8_t)type;
+    rec[17] = (uint8_t)len;
+    memcpy(rec + UBJ_DIR_LEAF_FIXED, name, len);
+}
+
+/* dir_ev -- event ev (its type, a, b, name; ino is dir's) over node b's
+ * counts and records up to byte `end` of the records (what an insert,
+ * delete or split rewrote). */
+static int dir_ev(struct ubj_handle *h, struct fs_iref *dir, struct ubj_buf *b,
+                  struct ubj_event ev, unsigned end)
+{
+    ev.ino = dir->ino;
     uint8_t *from = b->data + offsetof(struct ubj_dir_node, nrec);
     return fs_event(h, b, from, (size_t)(dir_recs(b) + end - from), ev);
+}
+
+/* dir_leaf_ev -- DIRENT_ADD / DIRENT_REMOVE of leaf record rec in dir (a
+ * copy for a removal: the name must outlive the event call): the name,
+ * a = the inode named, b = its type. */
+static struct ubj_event dir_leaf_ev(const struct fs_iref *dir, enum ubj_event_type type,
+                                    const uint8_t *rec)
+{
+    return (struct ubj_event){ .type = type, .ino = dir->ino,
+                               .a = dir_get64(rec + 8), .b = rec[16],
+                               .name = (const char *)rec + UBJ_DIR_LEAF_FIXED,
+                               .namelen = rec[17] };
+}
+
+/* dir_index_ev -- DIR_SPLIT / DIR_MERGE of internal record rec: a = its
+ * key (the child's lowest key), b = the child node. */
+static struct ubj_event dir_index_ev(enum ubj_event_type type, const uint8_t *rec)
+{
+    return (struct ubj_event){ .type = type, .a = dir_get64(rec), .b = dir_get64(rec + 8) };
 }
 
 /* dir_root_ev -- DIR_ROOT: the directory root in dir's inode changed. */
@@ -408,7 +435,7 @@ static int dir_fresh(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *di
                      uint64_t blk, unsigned level, struct ubj_buf **out)
 {
     struct ubj_buf *b = NULL;
-    int rc = fs_meta_write_begin(fs, h, blk, UBJ_MAGIC_DIR, true, &b);
+    int rc = fs_meta_new(fs, h, blk, UBJ_MAGIC_DIR, dir->ino, &b);
     if (rc < 0)
         return rc;
     memset(b->data + sizeof(struct ubj_blkhdr), 0, UBJ_BS - sizeof(struct ubj_blkhdr));
@@ -425,7 +452,7 @@ static int dir_modify(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *d
                       uint64_t blk, unsigned used, struct ubj_buf **out)
 {
     struct ubj_buf *b = NULL;
-    int rc = fs_meta_write_begin(fs, h, blk, UBJ_MAGIC_DIR, false, &b);
+    int rc = fs_meta_write_begin(fs, h, blk, UBJ_MAGIC_DIR, &b);
     if (rc < 0)
         return rc;
     if (dir_node(b)->used != used || dir_node(b)->owner != dir->ino) {
@@ -480,9 +507,10 @@ static int dir_insert_at(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref
     memcpy(r + pos, rec, len);
     dir_node(b)->used = (uint16_t)(used + len);
     dir_node(b)->nrec++;
-    bool leaf = dir_node(b)->level == 0;   /* DIRENT_ADD's a: the inode named */
-    rc = dir_ev(h, dir, b, leaf ? UBJ_EV_DIRENT_ADD : UBJ_EV_DIR_SPLIT, used + len,
-                leaf ? rec : NULL, leaf ? dir_get64(rec + 8) : dir->ino);
+    /* a leaf gets a name; an index node the record of a split's new node */
+    rc = dir_ev(h, dir, b, dir_node(b)->level == 0 ? dir_leaf_ev(dir, UBJ_EV_DIRENT_ADD, rec)
+                                                   : dir_index_ev(UBJ_EV_DIR_SPLIT, rec),
+                used + len);
     if (rc < 0) {
         ubj_cache_put(fs->cache, b);
         return rc;
@@ -546,14 +574,28 @@ static int dir_split(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *di
     *sep = dir_get64(tmp + s);
     if (level > 0)
         dir_put64(dir_recs(nb), 0);
-    rc = dir_done(fs, h, nb);
+    /* the inserted name, in whichever half it went to: DIRENT_ADD over its
+     * record (the new node's NODE_INIT covers it too, the old node's
+     * DIR_SPLIT below too: the name's own event is what a mode orders) */
+    if (level == 0 && pos >= s)
+        rc = fs_event(h, nb, dir_recs(nb) + (pos - s), len,
+                      dir_leaf_ev(dir, UBJ_EV_DIRENT_ADD, dir_recs(nb) + (pos - s)));
+    if (rc == 0)
+        rc = dir_done(fs, h, nb);
+    else
+        ubj_cache_put(fs->cache, nb);
 
     memcpy(r, tmp, s);
     memset(r + s, 0, UBJ_DIR_SPACE - s);
     dir_node(b)->used = (uint16_t)s;
     dir_node(b)->nrec = (uint16_t)nleft;
-    int rc2 = dir_ev(h, dir, b, UBJ_EV_DIR_SPLIT, UBJ_DIR_SPACE,
-                     level ? NULL : rec, nblk);
+    /* the old node lost its upper half to new node nblk (key *sep) */
+    int rc2 = dir_ev(h, dir, b, (struct ubj_event){ .type = UBJ_EV_DIR_SPLIT,
+                                                    .a = *sep, .b = nblk },
+                     UBJ_DIR_SPACE);
+    if (rc2 == 0 && level == 0 && pos < s)
+        rc2 = fs_event(h, b, r + pos, len,
+                       dir_leaf_ev(dir, UBJ_EV_DIRENT_ADD, r + pos));
     if (rc2 < 0) {
         ubj_cache_put(fs->cache, b);
         return rc2;
@@ -708,12 +750,7 @@ int fs_dir_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
     uint8_t rec[DIR_REC_MAX];
     unsigned rl = dir_reclen((unsigned)len);
     uint64_t key = dir_base(fs, name, len) + seq;
-    memset(rec, 0, rl);
-    dir_put64(rec, key);
-    dir_put64(rec + 8, ino);
-    rec[16] = (uint8_t)type;
-    rec[17] = (uint8_t)len;
-    memcpy(rec + UBJ_DIR_LEAF_FIXED, name, len);
+    dir_make_rec(rec, key, ino, type, name, len);
 
     if (hit.single) {          /* reuse the descent: insert before seq's successor */
         unsigned pos = hit.end;
@@ -735,24 +772,31 @@ int fs_dir_add(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
     return dir_insert(fs, h, dir, &p, rec, rl);
 }
 
-/* dir_delete_at -- remove `len` bytes at `pos` from node `blk`. */
+/* dir_delete_at -- remove `len` bytes at `pos` from node `blk`; `last`
+ * (or NULL): the leaf record of the name whose removal emptied the leaf
+ * this index record led to -- removing the record removes the name, so
+ * its DIRENT_REMOVE is on this block. */
 static int dir_delete_at(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
                          uint64_t blk, unsigned level, unsigned used, unsigned pos,
-                         unsigned len)
+                         unsigned len, const uint8_t *last)
 {
     struct ubj_buf *b = NULL;
     int rc = dir_modify(fs, h, dir, blk, used, &b);
     if (rc < 0)
         return rc;
     uint8_t *r = dir_recs(b);
+    uint8_t gone[DIR_REC_MAX];      /* the record removed, for its event */
+    memcpy(gone, r + pos, len);
     memmove(r + pos, r + pos + len, used - pos - len);
     memset(r + used - len, 0, len);
     dir_node(b)->used = (uint16_t)(used - len);
     dir_node(b)->nrec--;
     if (level > 0 && pos == 0 && dir_node(b)->nrec > 0)
         dir_put64(r, 0);      /* the next child now starts at the lower bound */
-    rc = dir_ev(h, dir, b, level ? UBJ_EV_DIR_MERGE : UBJ_EV_DIRENT_REMOVE, used,
-                NULL, dir->ino);
+    rc = dir_ev(h, dir, b, level ? dir_index_ev(UBJ_EV_DIR_MERGE, gone)
+                                 : dir_leaf_ev(dir, UBJ_EV_DIRENT_REMOVE, gone), used);
+    if (rc == 0 && last != NULL)
+        rc = dir_ev(h, dir, b, dir_leaf_ev(dir, UBJ_EV_DIRENT_REMOVE, last), used);
     if (rc < 0) {
         ubj_cache_put(fs->cache, b);
         return rc;
@@ -760,14 +804,20 @@ static int dir_delete_at(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref
     return dir_done(fs, h, b);
 }
 
-/* dir_make_empty_root -- turn the root block into an empty leaf. */
+/* dir_make_empty_root -- turn the root block into an empty leaf: the
+ * last name (leaf record `last`) goes with it (its DIRENT_REMOVE). */
 static int dir_make_empty_root(struct ubj_fs *fs, struct ubj_handle *h,
-                               struct fs_iref *dir, uint64_t blk)
+                               struct fs_iref *dir, uint64_t blk, const uint8_t *last)
 {
     struct ubj_buf *b = NULL;
     int rc = dir_fresh(fs, h, dir, blk, 0, &b);
     if (rc < 0)
         return rc;
+    rc = dir_ev(h, dir, b, dir_leaf_ev(dir, UBJ_EV_DIRENT_REMOVE, last), 0);
+    if (rc < 0) {
+        ubj_cache_put(fs->cache, b);
+        return rc;
+    }
     return dir_done(fs, h, b);
 }
 
@@ -796,12 +846,14 @@ static int dir_collapse(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref 
     return 0;
 }
 
-/* dir_unlink_leaf -- the leaf of path `p` lost its last record: free it
- * and drop it from its parents (freeing those that empty), or, if the
- * root would be left without children, make the root an empty leaf. */
+/* dir_unlink_leaf -- the leaf of path `p` lost its last record (`last`):
+ * free it and drop it from its parents (freeing those that empty), or,
+ * if the root would be left without children, make the root an empty
+ * leaf.  The name's DIRENT_REMOVE is on the block whose change unlinks
+ * the leaf (the freed leaf itself is never written again). */
 static int dir_unlink_leaf(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
-                           const struct dir_path *p, uint64_t *root, unsigned *depth,
-                           int64_t *freed)
+                           const struct dir_path *p, const uint8_t *last, uint64_t *root,
+                           unsigned *depth, int64_t *freed)
 {
     int rc = fs_bfree(fs, h, p->blk[0], 1);
     if (rc < 0)
@@ -810,10 +862,10 @@ static int dir_unlink_leaf(struct ubj_fs *fs, struct ubj_handle *h, struct fs_ir
     for (unsigned lvl = 1; lvl <= p->depth; lvl++) {
         if (p->nrec[lvl] > 1)
             return dir_delete_at(fs, h, dir, p->blk[lvl], lvl, p->used[lvl],
-                                 p->pos[lvl], DIR_IREC);
+                                 p->pos[lvl], DIR_IREC, last);
         if (lvl == p->depth) {      /* root with one child: an empty tree */
             *depth = 0;
-            return dir_make_empty_root(fs, h, dir, *root);
+            return dir_make_empty_root(fs, h, dir, *root, last);
         }
         rc = fs_bfree(fs, h, p->blk[lvl], 1);
         if (rc < 0)
@@ -841,9 +893,11 @@ int fs_dir_remove(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
     unsigned depth = p.depth;
     int64_t freed = 0;
     if (p.nrec[0] > 1 || p.depth == 0) {
-        rc = dir_delete_at(fs, h, dir, p.blk[0], 0, p.used[0], p.pos[0], rl);
+        rc = dir_delete_at(fs, h, dir, p.blk[0], 0, p.used[0], p.pos[0], rl, NULL);
     } else {
-        rc = dir_unlink_leaf(fs, h, dir, &p, &root, &depth, &freed);
+        uint8_t last[DIR_REC_MAX];
+        dir_make_rec(last, hit.key, hit.ino, hit.type, name, len);
+        rc = dir_unlink_leaf(fs, h, dir, &p, last, &root, &depth, &freed);
         if (rc == 0)
             rc = dir_collapse(fs, h, dir, &root, &depth, &freed);
     }

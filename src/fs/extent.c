@@ -302,7 +302,7 @@ static int ext_write(struct ubj_fs *fs, struct ubj_handle *h, struct ext_path *p
     if (l == 0)
         return 0;
     struct ubj_buf *nb;
-    int rc = fs_meta_write_begin(fs, h, p->lv[l].blk, UBJ_MAGIC_EXTENT, false, &nb);
+    int rc = fs_meta_write_begin(fs, h, p->lv[l].blk, UBJ_MAGIC_EXTENT, &nb);
     if (rc < 0)
         return rc;
     ubj_cache_put(fs->cache, p->lv[l].b);
@@ -400,11 +400,12 @@ static void ext_put_entry(struct ubj_ext_hdr *hd, union ext_ent *v, unsigned pos
     hd->entries++;
 }
 
-/* ext_node_init -- a fresh node block blk of the given depth, buffer in *out. */
-static int ext_node_init(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blk,
-                         uint16_t depth, struct ubj_buf **out)
+/* ext_node_init -- a fresh node block blk of r's tree at the given depth,
+ * buffer in *out. */
+static int ext_node_init(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
+                         uint64_t blk, uint16_t depth, struct ubj_buf **out)
 {
-    int rc = fs_meta_write_begin(fs, h, blk, UBJ_MAGIC_EXTENT, true, out);
+    int rc = fs_meta_new(fs, h, blk, UBJ_MAGIC_EXTENT, r->ino, out);
     if (rc < 0)
         return rc;
     memset((*out)->data + EXT_NODE_OFF, 0, UBJ_BS - EXT_NODE_OFF);
@@ -424,7 +425,7 @@ static int ext_grow(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
     struct ubj_ext_hdr *rh = &r->ip->i_data.ext.hdr;
     union ext_ent *rv = (union ext_ent *)(void *)r->ip->i_data.ext.e;
     struct ubj_buf *b;
-    int rc = ext_node_init(fs, h, blk, rh->depth, &b);
+    int rc = ext_node_init(fs, h, r, blk, rh->depth, &b);
     if (rc < 0)
         return rc;
     struct ubj_ext_hdr *nh = (struct ubj_ext_hdr *)(b->data + EXT_NODE_OFF);
@@ -467,7 +468,7 @@ static int ext_split(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
     struct ubj_ext_hdr *oh = ext_hdr(r, p, l);
     union ext_ent *ov = ext_ents(r, p, l);
     struct ubj_buf *b;
-    rc = ext_node_init(fs, h, blk, oh->depth, &b);
+    rc = ext_node_init(fs, h, r, blk, oh->depth, &b);
     if (rc < 0)
         return rc;
     struct ubj_ext_hdr *nh = (struct ubj_ext_hdr *)(b->data + EXT_NODE_OFF);

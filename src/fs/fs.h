@@ -112,10 +112,17 @@ int fs_meta_read(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
  * but verified blocks and the fs's own changes). */
 int fs_meta_read_fresh(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
                        struct ubj_buf **out, bool *fresh);
-/* get a metadata block for modification; with `fresh`, no read (new block)
- * and the header is initialised with `magic`. */
+/* get an existing metadata block (read and verified as fs_meta_read) for
+ * modification in handle h: 0 and *out, or fs_meta_read's / write
+ * access's negative errno. */
 int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
-                        uint32_t magic, bool fresh, struct ubj_buf **out);
+                        uint32_t magic, struct ubj_buf **out);
+/* get a new tree node of inode `owner` at blkno for modification: not
+ * read; it comes back zeroed with its header set to `magic`, and the
+ * NODE_INIT event (ino `owner`, a = magic) covering it is sent.  0 and
+ * *out, or a negative errno (-ENOMEM: no buffer). */
+int fs_meta_new(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
+                uint32_t magic, ubj_ino_t owner, struct ubj_buf **out);
 int fs_meta_dirty(struct ubj_fs *fs, struct ubj_handle *h, struct ubj_buf *b);
 /* fs_super_dirty -- copy fs->sb into block 0 and dirty it; `ev` (type,
  * ino, a: its range from `field`, `flen` bytes of struct ubj_super) is

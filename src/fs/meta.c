@@ -151,10 +151,12 @@ int fs_meta_read_fresh(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
     return 0;
 }
 
-/* fs_meta_write_begin -- a metadata buffer ready for modification; `fresh`
- * blocks are not read: they come back zeroed with their header set. */
-int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
-                        uint32_t magic, bool fresh, struct ubj_buf **out)
+/* meta_write_begin -- a metadata buffer ready for modification; `fresh`
+ * blocks are not read: they come back zeroed with their header set, and
+ * NODE_INIT (ino `owner`) says so. */
+static int meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
+                            uint32_t magic, bool fresh, ubj_ino_t owner,
+                            struct ubj_buf **out)
 {
     struct ubj_buf *b;
     int rc;
@@ -183,7 +185,8 @@ int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
         hdr->blkno = blkno;
         /* NODE_INIT: a new tree node, written whole from here on (R1) */
         rc = fs_event(h, b, b->data + sizeof *hdr, UBJ_BS - sizeof *hdr,
-                      (struct ubj_event){ .type = UBJ_EV_NODE_INIT, .a = magic });
+                      (struct ubj_event){ .type = UBJ_EV_NODE_INIT, .ino = owner,
+                                          .a = magic });
         if (rc < 0) {
             ubj_cache_put(fs->cache, b);
             return rc;
@@ -191,6 +194,21 @@ int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
     }
     *out = b;
     return 0;
+}
+
+/* fs_meta_write_begin -- an existing metadata block, read and verified,
+ * ready for modification. */
+int fs_meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
+                        uint32_t magic, struct ubj_buf **out)
+{
+    return meta_write_begin(fs, h, blkno, magic, false, 0, out);
+}
+
+/* fs_meta_new -- a new tree node of inode `owner` at blkno (not read). */
+int fs_meta_new(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blkno,
+                uint32_t magic, ubj_ino_t owner, struct ubj_buf **out)
+{
+    return meta_write_begin(fs, h, blkno, magic, true, owner, out);
 }
 
 /* fs_meta_dirty -- the caller changed metadata buffer b. */
@@ -236,7 +254,7 @@ int fs_super_dirty_ev(struct ubj_fs *fs, struct ubj_handle *h,
                       const struct ubj_event *ev, size_t field, size_t flen)
 {
     struct ubj_buf *b;
-    int rc = fs_meta_write_begin(fs, h, 0, UBJ_MAGIC_SUPER, false, &b);
+    int rc = fs_meta_write_begin(fs, h, 0, UBJ_MAGIC_SUPER, &b);
     if (rc < 0)
         return rc;
     fs->sb.hdr.magic = UBJ_MAGIC_SUPER;

@@ -292,7 +292,8 @@ static int xattr_store(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *
             return rc;
     }
     struct ubj_buf *b;
-    rc = fs_meta_write_begin(fs, h, blk, UBJ_MAGIC_XATTR, fresh, &b);
+    rc = fresh ? fs_meta_new(fs, h, blk, UBJ_MAGIC_XATTR, r->ino, &b)
+               : fs_meta_write_begin(fs, h, blk, UBJ_MAGIC_XATTR, &b);
     if (rc == 0) {
         struct ubj_xattr_node *n = (struct ubj_xattr_node *)b->data;
         n->owner = r->ino;

@@ -31,6 +31,8 @@
 #define EVC_BS 4096u
 #define EVC_ISLOT 256u       /* inode slot (slot 0: the header) */
 #define EVC_CHUNK 64u        /* ubj_evcheck_dirty compares so many at once */
+#define EVC_DIR_RECS 32u     /* UBJ_DIR_REC_OFF: a directory node's records */
+#define EVC_DIR_FIXED 18u    /* UBJ_DIR_LEAF_FIXED: a leaf record's head */
 
 static const char *const evc_names[UBJ_EV_COUNT] = {
 #define EVC_NAME(type, name) name,
@@ -43,6 +45,10 @@ const char *ubj_event_name(enum ubj_event_type type)
 {
     return (unsigned)type < UBJ_EV_COUNT ? evc_names[type] : "?";
 }
+
+/* ubj_evcheck_tap -- see evcheck.h (defined in every build so that a
+ * test links; only a test build's checker calls it). */
+void (*ubj_evcheck_tap)(const struct ubj_event *ev);
 
 #if UBJ_TEST_HOOKS
 
@@ -190,6 +196,33 @@ static bool evc_attr_ok(const struct ubj_event *ev)
     return !(o < 16 && end > 12) && !(o < 112 && end > 96);
 }
 
+/* evc_dirent -- a DIRENT_ADD / DIRENT_RENAME range holds a whole leaf
+ * record (src/fs/format.h: key 8, ino 8, type 1, namelen 1, name) with
+ * ev's name pointing at inode a with type b. */
+static const char *evc_dirent(const uint8_t *data, const struct ubj_event *ev)
+{
+    if (ev->name == NULL || ev->namelen == 0 || ev->namelen > ev->len)
+        return "no name";
+    bool named = false;
+    for (uint32_t i = 0; i + ev->namelen <= ev->len; i++) {
+        if (memcmp(data + ev->off + i, ev->name, ev->namelen) != 0)
+            continue;
+        named = true;
+        uint32_t rs = ev->off + i;            /* the record's first byte */
+        if (rs < EVC_DIR_FIXED + EVC_DIR_RECS)
+            continue;
+        rs -= EVC_DIR_FIXED;
+        if (rs < ev->off)
+            continue;                         /* its head lies outside */
+        uint64_t ino;
+        memcpy(&ino, data + rs + 8, 8);
+        if (data[rs + 17] == ev->namelen && ino == ev->a && data[rs + 16] == ev->b)
+            return NULL;
+    }
+    return named ? "no record in the range names inode a with type b"
+                 : "range does not hold the name";
+}
+
 /* evc_match -- why ev does not describe what the bytes hold, or NULL. */
 static const char *evc_match(const uint8_t *data, const struct ubj_event *ev)
 {
@@ -222,12 +255,10 @@ static const char *evc_match(const uint8_t *data, const struct ubj_event *ev)
         return ev->off < EVC_ISLOT || !evc_in_slot(ev, 128, 160)
                ? "not a directory root in an inode" : NULL;
     case UBJ_EV_DIRENT_ADD: case UBJ_EV_DIRENT_RENAME:
-        if (ev->name == NULL || ev->namelen == 0 || ev->namelen > ev->len)
-            return "no name";
-        for (uint32_t i = 0; i + ev->namelen <= ev->len; i++)
-            if (memcmp(p + i, ev->name, ev->namelen) == 0)
-                return NULL;
-        return "range does not hold the name";
+        return evc_dirent(data, ev);
+    case UBJ_EV_DIRENT_REMOVE:
+        return ev->name == NULL || ev->namelen == 0 || ev->a == 0 ? "no name or inode"
+               : NULL;
     case UBJ_EV_NODE_INIT:
         return ev->off == EVC_HDR && ev->len == EVC_BS - EVC_HDR ? NULL
                : "not the whole node";
@@ -263,6 +294,8 @@ void ubj_evcheck_event(struct ubj_evcheck *c, struct ubj_handle *h,
             evc_fail("out of memory");
     }
     e->r[e->nr++] = (struct evc_range){ ev->off, ev->len, ev->type };
+    if (ubj_evcheck_tap != NULL)
+        ubj_evcheck_tap(ev);
 }
 
 /* evc_seen -- the names of the events recorded on e, for a message. */

@@ -28,6 +28,11 @@ void ubj_evcheck_dirty(struct ubj_evcheck *c, struct ubj_handle *h,
                        struct ubj_buf *b, enum ubj_buf_kind kind);
 /* forget (the block was freed): drop its snapshot */
 void ubj_evcheck_forget(struct ubj_evcheck *c, struct ubj_handle *h, uint64_t blkno);
+/* ubj_evcheck_tap -- when set (a test: tests/unit/events.c), the checker
+ * calls it with every event it accepted, after its checks, on the thread
+ * sending it (under the mount lock); ev and its name last only for the
+ * call.  Set or clear it only while no mount with a checker runs. */
+extern void (*ubj_evcheck_tap)(const struct ubj_event *ev);
 /* handle h stops: drop its snapshots */
 void ubj_evcheck_stop(struct ubj_evcheck *c, struct ubj_handle *h);
 

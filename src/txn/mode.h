@@ -143,12 +143,16 @@ struct ubj_evcheck;  /* the event checker (src/txn/evcheck.c) */
     /* node b's entries moved back into the inode's root (depth shrinks):  \
        R3 (the root written before b is freed). */                           \
     X(EXT_ROOT_IN, "ext_root_in")                                              \
-    /* name ev->name -> inode a (type b) added to a directory leaf: after  \
-       the inode's INODE_INIT / LINK_COUNT increase (R1;                    \
+    /* name ev->name -> inode a (type b, DT_*) added to a directory leaf  \
+       (also when the insert split the leaf: over the record where it went):\
+       after the inode's INODE_INIT / LINK_COUNT increase (R1;              \
        softdep_setup_directory_add). */                                      \
     X(DIRENT_ADD, "dirent_add")                                                \
-    /* name ev->name removed from a leaf (records after it moved down):    \
-       before the inode's LINK_COUNT decrease (R2; softdep_setup_remove). */ \
+    /* name ev->name of inode a (type b) removed: from a leaf (records     \
+       after it moved down), or, when it was the leaf's last, on the block  \
+       whose change unlinks the freed leaf (the ancestor losing its index   \
+       record, beside that DIR_MERGE, or the root made an empty leaf):      \
+       before the inode's LINK_COUNT decrease (R2; softdep_setup_remove). */\
     X(DIRENT_REMOVE, "dirent_remove")                                          \
     /* existing name ev->name re-pointed at inode a (rename over a         \
        target): the new pointer before the old target's LINK_COUNT drop     \
@@ -158,12 +162,15 @@ struct ubj_evcheck;  /* the event checker (src/txn/evcheck.c) */
        entries, nodes) changed: a new root (R1: after its NODE_INIT) or    \
        the counts. */                                                        \
     X(DIR_ROOT, "dir_root")                                                    \
-    /* directory B+tree node split: records moved into new node b (after   \
-       its NODE_INIT, R1) or removed from the old one after the parent     \
-       points at b (R3); also the parent's new index record. */              \
+    /* directory B+tree node split, new node b whose lowest key is a: on   \
+       the old node, its upper half removed (moved into b, which NODE_INIT  \
+       covers: R1, then R3: after the parent points at b); on the parent,   \
+       the index record (a, b) inserted.  The name the split inserted has   \
+       its own DIRENT_ADD. */                                                \
     X(DIR_SPLIT, "dir_split")                                                  \
-    /* directory node merge: records moved into a sibling, the emptied     \
-       node's index record removed before it is freed (R2, R3). */           \
+    /* directory node removal (an emptied non-root node: src/fs/dir.c      \
+       never moves records between siblings): on the parent, the index      \
+       record (key a, child node b) removed, before b is freed (R2, R3). */ \
     X(DIR_MERGE, "dir_merge")                                                  \
     /* inode ev->ino put on the orphan list: its orphan_next (a: next) or  \
        the superblock's orphan_head; before the last name goes (R3). */      \

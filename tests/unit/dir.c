@@ -652,7 +652,7 @@ static void forge_leaf(struct ubj_fs *fs, struct ubj_handle *h, uint64_t blk,
                        ubj_ino_t owner, const struct frec *recs, unsigned n)
 {
     struct ubj_buf *b;
-    assert_ok(fs_meta_write_begin(fs, h, blk, UBJ_MAGIC_DIR, true, &b));
+    assert_ok(fs_meta_new(fs, h, blk, UBJ_MAGIC_DIR, owner, &b));
     struct ubj_dir_node *nd = (struct ubj_dir_node *)b->data;
     uint8_t *r = b->data + UBJ_DIR_REC_OFF;
     unsigned off = 0;
@@ -694,7 +694,7 @@ static void forge(struct ubj_fs *fs, ubj_ino_t dino, const struct frec *a, unsig
     if (nb) {
         struct ubj_buf *b;
         forge_leaf(fs, h, blk[1], dino, bb, nb);
-        assert_ok(fs_meta_write_begin(fs, h, blk[2], UBJ_MAGIC_DIR, true, &b));
+        assert_ok(fs_meta_new(fs, h, blk[2], UBJ_MAGIC_DIR, dino, &b));
         struct ubj_dir_node *nd = (struct ubj_dir_node *)b->data;
         uint64_t v[4] = { 0, blk[0], bb[0].key, blk[1] };
         memcpy(b->data + UBJ_DIR_REC_OFF, v, sizeof v);

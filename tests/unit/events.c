@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "ubjfs/nvm.h"
+#include "fs/format.h"
+#include "txn/evcheck.h"
 
 #define EV_BLOCKS 16384u
 
@@ -166,6 +168,115 @@ static int ev_child_status(const char *mode, const char *drop, char *line, size_
     return status;
 }
 
+/* ---- what the events say (recorded through ubj_evcheck_tap) ---------- */
+
+#define TAP_MAX 20000u
+struct tap_ev {
+    enum ubj_event_type type;
+    uint64_t blkno, ino, a, b;
+    char name[64];                    /* "" when the event has none */
+};
+static struct tap_ev tap_log[TAP_MAX];
+static unsigned tap_n;
+
+/* tap_record -- ubj_evcheck_tap: keep the event (names copied) */
+static void tap_record(const struct ubj_event *ev)
+{
+    if (tap_n == TAP_MAX)
+        return;
+    struct tap_ev *t = &tap_log[tap_n++];
+    *t = (struct tap_ev){ .type = ev->type, .blkno = ev->blkno, .ino = ev->ino,
+                          .a = ev->a, .b = ev->b };
+    if (ev->name != NULL && ev->namelen < sizeof t->name) {
+        memcpy(t->name, ev->name, ev->namelen);
+        t->name[ev->namelen] = 0;
+    }
+}
+
+/* tap_count -- events of `type` naming `name` (NULL: any) */
+static unsigned tap_count(enum ubj_event_type type, const char *name, struct tap_ev **last)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < tap_n; i++)
+        if (tap_log[i].type == type && (name == NULL || strcmp(tap_log[i].name, name) == 0)) {
+            n++;
+            if (last)
+                *last = &tap_log[i];
+        }
+    return n;
+}
+
+/* test_event_contents -- in every mode, a directory grown past several
+ * leaf splits and shrunk again: every name added has exactly one
+ * DIRENT_ADD naming its inode and type (also a name whose insert split
+ * the leaf), every name removed a DIRENT_REMOVE naming its inode; every
+ * directory NODE_INIT names the directory; every DIR_SPLIT's b is a node
+ * a NODE_INIT made, with the split's key in a. */
+static void test_event_contents(void **state)
+{
+    (void)state;
+    for (size_t m = 0; m < sizeof ev_modes / sizeof *ev_modes; m++) {
+        struct ubj_bdev *dev;
+        struct ubj_fs *fs;
+        char region[256];
+        snprintf(region, sizeof region, "/tmp/ubjt-evtap-%d.nvm", (int)getpid());
+        ev_mount(ev_modes[m], region, &dev, &fs);
+        assert_ok(tpath_mkdir(fs, "/g", 0755, NULL));
+        ubj_ino_t dino = tpath_ino(fs, "/g");
+        tap_n = 0;
+        ubj_evcheck_tap = tap_record;
+        ev_names(fs, "/g", 400, true);
+        unsigned adds = tap_n;
+        ev_names(fs, "/g", 400, false);
+        ubj_evcheck_tap = NULL;
+        assert_true(tap_n < TAP_MAX);
+        unsigned splits = 0;
+        for (unsigned i = 0; i < adds; i++)
+            if (tap_log[i].type == UBJ_EV_DIR_SPLIT) {
+                splits++;
+                bool made = false;
+                for (unsigned k = 0; k < i && !made; k++)
+                    made = tap_log[k].type == UBJ_EV_NODE_INIT &&
+                           tap_log[k].blkno == tap_log[i].b;
+                if (!made || tap_log[i].a == 0 || tap_log[i].ino != dino)
+                    fail_msg("mode %s: DIR_SPLIT (a %llu, b %llu) names no new node",
+                             ev_modes[m], (unsigned long long)tap_log[i].a,
+                             (unsigned long long)tap_log[i].b);
+            } else if (tap_log[i].type == UBJ_EV_NODE_INIT && tap_log[i].a == UBJ_MAGIC_DIR &&
+                       tap_log[i].ino != dino) {
+                fail_msg("mode %s: a directory NODE_INIT names inode %llu, not %llu",
+                         ev_modes[m], (unsigned long long)tap_log[i].ino,
+                         (unsigned long long)dino);
+            }
+        assert_true(splits >= 3);        /* the leaf split, more than once */
+        /* each name: one DIRENT_ADD with its inode and type, one removal */
+        char p[64];
+        for (int i = 0; i < 400; i++) {
+            snprintf(p, sizeof p, "name-with-some-length-%05d", i);
+            struct tap_ev *e = NULL;
+            unsigned n = 0;
+            for (unsigned k = 0; k < adds; k++)
+                if (tap_log[k].type == UBJ_EV_DIRENT_ADD && strcmp(tap_log[k].name, p) == 0) {
+                    n++;
+                    e = &tap_log[k];
+                }
+            if (n != 1)
+                fail_msg("mode %s: %s: %u DIRENT_ADDs, want 1", ev_modes[m], p, n);
+            if (e->ino != dino || e->a == 0 || e->b != 8 /* DT_REG */)
+                fail_msg("mode %s: %s: DIRENT_ADD dir %llu inode %llu type %llu", ev_modes[m],
+                         p, (unsigned long long)e->ino, (unsigned long long)e->a,
+                         (unsigned long long)e->b);
+            struct tap_ev *r = NULL;
+            if (tap_count(UBJ_EV_DIRENT_REMOVE, p, &r) != 1 || r->a != e->a || r->b != 8)
+                fail_msg("mode %s: %s: no DIRENT_REMOVE naming inode %llu", ev_modes[m], p,
+                         (unsigned long long)e->a);
+        }
+        assert_ok(ubj_unmount(fs));
+        ubj_bdev_destroy(dev);
+        unlink(region);
+    }
+}
+
 /* test_dropped_event_caught -- each dropped type aborts naming the block. */
 static void test_dropped_event_caught(void **state)
 {
@@ -194,6 +305,7 @@ int main(void)
     setenv("UBJ_CHECK_EVENTS", "1", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_workload_every_mode),
+        cmocka_unit_test(test_event_contents),
         cmocka_unit_test(test_dropped_event_caught),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

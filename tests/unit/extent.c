@@ -586,7 +586,7 @@ static void test_corrupt_node(void **state)
     for (int i = 0; i < 6; i++) {
         struct ubj_buf *b;
         assert_ok(fs_start(fs, 2, &h));
-        int rc = fs_meta_write_begin(fs, h, leaf, UBJ_MAGIC_EXTENT, false, &b);
+        int rc = fs_meta_write_begin(fs, h, leaf, UBJ_MAGIC_EXTENT, &b);
         fs_stop(fs, h, 0);
         assert_ok(rc);      /* b stays referenced: changed and restored below */
         struct ubj_ext_hdr save_h = *T_NODE_HDR(b);
