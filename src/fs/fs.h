@@ -77,6 +77,9 @@ struct ubj_fs {
     bool errors_home;              /* [lock] the device error the mode's
                                       resources recorded (ubj_txn_error) is
                                       in the home superblock */
+    bool errors_set;               /* [lock] the sticky `error` is recorded
+                                      as ERRORS (meta.c: home and next
+                                      commit) */
     void (*now)(void *ctx, struct timespec *ts);   /* cfg.now, or NULL */
     void *now_ctx;
     unsigned flags;                /* UBJ_MOUNT_* */

@@ -5,7 +5,8 @@
  * fs_meta_dirty, fs_super_dirty), and the entry and exit of every public
  * operation (fs_start/fs_stop: the mount lock, a read-only or failed
  * mount refused, the handle; a mode's device-error record put into the
- * home superblock).
+ * home superblock; the sticky error of corruption found at run time
+ * recorded as ERRORS at once, meta_errors_record).
  *
  * Invariants:
  *  - Every metadata block carries struct ubj_blkhdr: its type magic, its own
@@ -302,16 +303,36 @@ int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h)
     return rc;
 }
 
+/* meta_home_errors -- put ERRORS into the home superblock straight on the
+ * device: read it, set the bit (MOUNTED stays: in mode ubj the region may
+ * hold committed blocks the image lacks), reseal, write, flush.  The
+ * cached copy may be frozen, and the device may be all that still takes
+ * a write.  A home block that does not verify is left alone (in mode ubj
+ * the region's copy will replace it).  Returns whether ERRORS is home. */
+static bool meta_home_errors(struct ubj_fs *fs)
+{
+    struct ubj_super *sb = aligned_alloc(UBJ_BS, UBJ_BS);
+    int rc = sb ? ubj_bdev_read(fs->dev, 0, 1, sb) : -ENOMEM;
+    bool home = false;
+    if (rc == 0 && fs_block_verify(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0) == 0) {
+        sb->state = (sb->state & ~UBJ_STATE_CLEAN) | UBJ_STATE_MOUNTED |
+                    UBJ_STATE_ERRORS;
+        fs_block_seal(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0);
+        rc = ubj_bdev_write(fs->dev, 0, 1, sb);
+        if (rc == 0)
+            rc = ubj_bdev_flush(fs->dev);
+        home = rc == 0;
+    }
+    free(sb);
+    return home;
+}
+
 /*
  * fs_errors_home -- once the mode's resources record a device error
  * (ubj_txn_error; UBJ: a checkpoint failed: docs/UBJ.md, "Device errors"):
- * put ERRORS into the
- * home superblock straight on the device -- read it, set the bit (MOUNTED
- * stays: the region holds committed blocks the image lacks), reseal,
- * write, flush -- as soon as the device takes it; the cached copy may be
- * frozen, and nothing else of the mount may reach the device.  A home
- * block that does not verify is left alone (the region's copy will
- * replace it).  Keeps the caller's error message.
+ * ERRORS into the home superblock as soon as the device takes it
+ * (meta_home_errors); nothing else of the mount may reach the device.
+ * Keeps the caller's error message.
  */
 void fs_errors_home(struct ubj_fs *fs)
 {
@@ -320,24 +341,45 @@ void fs_errors_home(struct ubj_fs *fs)
         return;
     char msg[512];
     snprintf(msg, sizeof msg, "%s", ubj_errormsg());
-    struct ubj_super *sb = aligned_alloc(UBJ_BS, UBJ_BS);
-    int rc = sb ? ubj_bdev_read(fs->dev, 0, 1, sb) : -ENOMEM;
-    if (rc == 0 && fs_block_verify(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0) == 0) {
-        sb->state = (sb->state & ~UBJ_STATE_CLEAN) | UBJ_STATE_MOUNTED |
-                    UBJ_STATE_ERRORS;
-        fs_block_seal(fs->csum_seed, sb, UBJ_MAGIC_SUPER, 0);
-        rc = ubj_bdev_write(fs->dev, 0, 1, sb);
-        if (rc == 0)
-            rc = ubj_bdev_flush(fs->dev);
-        fs->errors_home = rc == 0;
-    }
-    free(sb);
+    fs->errors_home = meta_home_errors(fs);
     ubj_set_error(-EIO, "%s", msg);
+}
+
+/*
+ * meta_errors_record -- the mount's sticky error (fs->error: corruption
+ * found at run time, docs/GUARANTEES.md "Damage found at run time"),
+ * recorded at once where every later mount and fsck sees it, even after
+ * a crash: ERRORS in the home superblock straight on the device
+ * (meta_home_errors: durable before the operation returns; ubj_mount
+ * keeps a home ERRORS across the log's replay and the region's recovery,
+ * super_reload), and in the superblock dirtied in a handle of its own, so
+ * that the next commit carries it into the log or, in mode ubj, the
+ * region -- a checkpoint of an older committed copy then cannot take it
+ * from the home block for good.  Once per read-write mount (fs->errors_set,
+ * [lock]); keeps the caller's error message.  A failure to record it
+ * leaves the mount as read-only as before.
+ */
+static void meta_errors_record(struct ubj_fs *fs)
+{
+    if (fs->errors_set || fs->error == 0 || (fs->flags & UBJ_MOUNT_RDONLY))
+        return;
+    fs->errors_set = true;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", ubj_errormsg());
+    (void)meta_home_errors(fs);
+    fs->sb.state |= UBJ_STATE_ERRORS;
+    struct ubj_handle *h;
+    if (ubj_txn_start(&fs->txn, 1, &h) == 0) {
+        (void)fs_super_dirty(fs, h);
+        (void)ubj_txn_stop(h);
+    }
+    ubj_set_error(fs->error, "%s", msg);
 }
 
 /* fs_stop -- stop the handle (if any) and unlock; the first error wins.
  * A failed call of a mount whose mode recorded a device error (UBJ: its
- * checkpoint failed) records ERRORS. */
+ * checkpoint failed), or that made the mount's error sticky (corruption),
+ * records ERRORS. */
 int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc)
 {
     if (h) {
@@ -347,6 +389,8 @@ int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc)
     }
     if (rc < 0 && !fs->errors_home)
         fs_errors_home(fs);
+    if (rc < 0 && fs->error != 0 && !fs->errors_set)
+        meta_errors_record(fs);
     pthread_mutex_unlock(&fs->lock);
     return rc;
 }

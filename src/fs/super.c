@@ -620,7 +620,10 @@ static int super_read_raw(struct ubj_bdev *dev, struct ubj_super *sb)
 }
 
 /* super_reload -- after the mode's recovery: the newest superblock,
- * through the cache, validated again. */
+ * through the cache, validated again.  ERRORS in the home copy read
+ * before the recovery stays (an error recorded at run time goes home at
+ * once, meta.c, and the log or region may hold an older copy: as ext4
+ * keeps its error state across the journal's replay). */
 static int super_reload(struct ubj_fs *fs)
 {
     struct ubj_buf *b;
@@ -631,8 +634,10 @@ static int super_reload(struct ubj_fs *fs)
     rc = super_validate(sb, fs->dev->nblocks);
     if (rc == 0 && memcmp(sb->uuid, fs->sb.uuid, 16) != 0)
         rc = super_bad("uuid changed during recovery");
+    uint32_t home_errors = fs->sb.state & UBJ_STATE_ERRORS;
     if (rc == 0)
         memcpy(&fs->sb, sb, sizeof fs->sb);
+    fs->sb.state |= home_errors;   /* recorded at run time (meta.c): kept */
     ubj_cache_put(fs->cache, b);
     return rc;
 }

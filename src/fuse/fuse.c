@@ -2,7 +2,7 @@
  * fuse.c -- the FUSE frontend: one `static const struct fuse_lowlevel_ops`
  * table (fu_ops, at the end) whose handlers call the library and map its
  * negative errno to fuse_reply_err(req, -rc) (libfuse's passthrough_ll.c
- * is the model).  FUSE node ids are our inode numbers (FUSE_ROOT_ID ==
+ * is the model; -EUCLEAN, corruption, goes out as EIO: fu_err).  FUSE node ids are our inode numbers (FUSE_ROOT_ID ==
  * UBJ_ROOT_INO == 1); the generation comes from the inode.
  *
  * Lookup references (the one piece of state kept here).  The kernel counts
@@ -170,12 +170,17 @@ static void fu_log(int rc, const char *op)
     fprintf(stderr, "ubjfs: %s: %s\n", op, ubj_errormsg());
 }
 
-/* fu_err -- reply with the library's result (0 or a negative errno). */
+/* fu_err -- reply with the library's result (0 or a negative errno).
+ * Corruption the library found (-EUCLEAN: a block that fails its checks,
+ * the mount now read-only) reaches the program as EIO, the error every
+ * program handles as "the storage failed"; the log line (fu_log) names the
+ * block, and later writers get EROFS (docs/GUARANTEES.md, "Damage found at
+ * run time"). */
 static void fu_err(fuse_req_t req, int rc, const char *op)
 {
     if (rc < 0)
         fu_log(rc, op);
-    fuse_reply_err(req, rc < 0 ? -rc : 0);
+    fuse_reply_err(req, rc == -EUCLEAN ? EIO : rc < 0 ? -rc : 0);
 }
 
 /* fu_cred -- the caller's uid and gid: the owner of new inodes. */
