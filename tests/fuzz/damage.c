@@ -7,11 +7,14 @@
  * the operation that reads it gets EUCLEAN (never garbage), the mount
  * turns read-only with the error recorded (ubj_fs_error, writers get
  * EROFS, the message names the block), and after the unmount the
- * superblock says ERRORS, so fsck -n reports it.
+ * superblock says ERRORS, so fsck -n reports it.  A crash right after
+ * the error (the device copied while the mount is up) leaves ERRORS in
+ * the home superblock, and the next mount's recovery keeps it.
  */
 #include "fz.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +95,54 @@ static int touch(struct ubj_fs *fs, const char *st, uint64_t ino)
     return r < 0 ? (int)r : 0;
 }
 
+/* errors_on -- whether block 0 of dev says ERRORS. */
+static bool errors_on(struct ubj_bdev *dev)
+{
+    uint8_t blk0[UBJ_BS];
+    struct ubj_super sb;
+    if (ubj_bdev_read(dev, 0, 1, blk0) < 0)
+        return false;
+    memcpy(&sb, blk0, sizeof sb);
+    return (sb.state & UBJ_STATE_ERRORS) != 0;
+}
+
+/* crashed -- a crash right after the error was found, the mount still
+ * up: a copy of the device (and region) as they are now must say ERRORS
+ * in the home superblock at once, and keep it through the next mount's
+ * recovery, which replays the mount's own committed superblock (without
+ * ERRORS) from the log or brings it back from the region. */
+static void crashed(const struct fz_case *c, struct ubj_bdev *dev, const char *reg,
+                    const char *mode, const char *st)
+{
+    uint8_t *img = malloc((size_t)c->nblocks * FZ_PAGE);
+    struct ubj_bdev *copy = NULL;
+    char reg2[300] = "";
+    if (img == NULL || ubj_bdev_read(dev, 0, c->nblocks, img) < 0 ||
+        ubj_bdev_ram_create(c->nblocks, &copy) < 0 ||
+        ubj_bdev_write(copy, 0, c->nblocks, img) < 0)
+        fz_fail("cannot copy the device");
+    if (reg[0] != '\0') {
+        uint8_t *d;
+        size_t n;
+        snprintf(reg2, sizeof reg2, "%s.crash", reg);
+        if (fz_read_file(reg, &d, &n) < 0 || fz_write_file(reg2, d, n) < 0)
+            fz_fail("cannot copy the region %s", reg);
+        free(d);
+    }
+    EXPECT(errors_on(copy), "a crash now: the home superblock does not say ERRORS");
+    struct ubj_fs *fs;
+    int rc = fz_mount(copy, reg2, 0, &fs);
+    EXPECT(rc == 0, "mount after the crash: %d %s", rc, ubj_errormsg());
+    if (rc == 0) {
+        ubj_unmount(fs);
+        EXPECT(errors_on(copy), "the mount after the crash lost ERRORS (its recovery)");
+    }
+    ubj_bdev_destroy(copy);
+    if (reg2[0] != '\0')
+        unlink(reg2);
+    free(img);
+}
+
 static void one(const char *dir, const char *mode, const char *st)
 {
     char path[512], reg[256];
@@ -133,6 +184,7 @@ static void one(const char *dir, const char *mode, const char *st)
         rc = ubj_create(fs, UBJ_ROOT_INO, "after-damage", 0644, NULL, NULL);
         EXPECT(rc == -EROFS, "a create after the damage returned %d, not -EROFS", rc);
         printf("%-8s %-7s block %4ld: %s; then: %s\n", mode, st, b, said, ubj_errormsg());
+        crashed(&c, dev, reg, mode, st);
         ubj_unmount(fs);
         struct ubj_super sb;
         uint8_t blk0[UBJ_BS];
