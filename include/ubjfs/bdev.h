@@ -430,15 +430,18 @@ uint64_t ubj_bdev_fault_fired(const struct ubj_bdev *d);
  * that passes every request through and records each completed write
  * (block number, count, a copy of the data) and each completed flush; the
  * first time a block is written, its previous contents are saved, so the
- * image as it was at creation can be rebuilt.  Writes are serialised.
+ * image as it was at creation can be rebuilt.  Writes and flushes pass
+ * down without a lock held, so several may be in flight below at once;
+ * each write's submission and completion are recorded as events.
  * On failure `lower` is NOT destroyed.  Returns 0, -EINVAL or -ENOMEM.
  *
- * Crash model: a write is durable once a later flush has completed, or
+ * Volatile-cache model (ubj_bdev_record_crash; the write-through model
+ * is below it): a write is durable once a later flush has completed, or
  * once it completed if it was written with FUA.  With
- * k flushes completed (k = 0 .. ubj_bdev_record_flushes), the writes issued
- * before flush k began are durable; the writes of "epoch k" -- issued after
- * flush k began and before flush k + 1 began (or the end of the record) --
- * may each have reached the medium whole, partly (512-byte sectors) or not
+ * k flushes completed (k = 0 .. ubj_bdev_record_flushes), the writes
+ * completed before flush k was submitted are durable; the writes of
+ * "epoch k" -- completed after that and before flush k + 1 was submitted
+ * (or the end of the record) -- may each have reached the medium whole, partly (512-byte sectors) or not
  * at all; later writes never happened.
  */
 int ubj_bdev_record_create(struct ubj_bdev *lower, struct ubj_bdev **out);
@@ -493,6 +496,49 @@ struct ubj_rec_choice {
 int ubj_bdev_record_crash(struct ubj_bdev *d, uint64_t k,
                           const struct ubj_rec_choice *choice, uint64_t nchoice,
                           struct ubj_bdev *target);
+
+/*
+ * The write-through model (a device without a volatile write cache, or
+ * one whose every write is FUA): a write is durable once it completed;
+ * a power cut at an instant leaves every write completed before it, any
+ * subset of the writes in flight at it (submitted, not completed: each
+ * whole, partly or not at all), and nothing of later ones.  Flushes
+ * change nothing.  The instants that matter are the cuts: cut k (k = 0 ..
+ * ubj_bdev_record_writes) is the instant just before the k-th completion
+ * (k = writes: after the last), where the most writes are in flight for
+ * the k durable ones -- any instant's states are some cut's.  Order of
+ * events: each write's submission and completion as the recorder saw
+ * them, or, when a timed model below timed it, at its modeled dispatch
+ * and completion (so a queue's dispatches into one model on the virtual
+ * clock overlap); a completion goes before a submission at the same
+ * time.  Place the recorder below a queue to see the queue's order.
+ * Writes still in flight when these are called are not in the record.
+ */
+
+/* ubj_bdev_record_cut -- the writes in flight at cut k: their numbers
+ * (as ubj_bdev_record_write_info's), in submission order, into
+ * inflight[0..max) (the first max of them), and how many in *n.  Returns
+ * 0, -EINVAL (k > writes, not a recording device) or -ENOMEM. */
+int ubj_bdev_record_cut(struct ubj_bdev *d, uint64_t k, uint64_t *inflight,
+                        uint64_t max, uint64_t *n);
+
+/* ubj_bdev_record_durable -- the number of the j-th write to complete, in
+ * the events' order (j < writes; cut k's durable writes are j < k; j on
+ * a stack without a timed model).  Returns it, or -EINVAL / -ENOMEM. */
+int64_t ubj_bdev_record_durable(struct ubj_bdev *d, uint64_t j);
+
+/*
+ * ubj_bdev_record_crash_cut -- write onto `target` (as
+ * ubj_bdev_record_crash) the image a power cut at cut k leaves under the
+ * write-through model: the image at creation, cut k's durable writes
+ * whole in completion order, then its in-flight writes in submission
+ * order as choice[j] says for the j-th (j < nchoice; the rest, or all
+ * with choice NULL, dropped).  Returns 0, -EINVAL (bad k, target too
+ * small), -ENOMEM or the target's error.
+ */
+int ubj_bdev_record_crash_cut(struct ubj_bdev *d, uint64_t k,
+                              const struct ubj_rec_choice *choice, uint64_t nchoice,
+                              struct ubj_bdev *target);
 
 /*
  * ---- overlays: devices over `lower` that serve some blocks themselves ----

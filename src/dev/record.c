@@ -5,19 +5,42 @@
  * explorer) can build the image of a power loss at any point afterwards.
  *
  * What is recorded [lock]:
- *   w[0..nw)       every write that completed: first block, count, and the
- *                  offset of a copy of its data in `pool`
- *   flush_at[k-1]  for the k-th completed flush: how many writes had been
- *                  issued when it began (they are durable once it is done)
+ *   w[0..nw)       every write that completed, in the order of completion
+ *                  at this wrapper: first block, count, FUA, the offset of
+ *                  a copy of its data in `data`, and its two events --
+ *                  submission and completion -- as keys (see below)
+ *   flush_at[k-1]  for the k-th completed flush: how many writes had
+ *                  completed when it was submitted (they are durable once
+ *                  it is done)
  *   orig           for each block written at least once: its contents
  *                  before the first recorded write (a hash table of block
- *                  number -> offset in `opool`), so the image at creation
+ *                  number -> offset in `orig`), so the image at creation
  *                  is "lower now, with the original blocks put back"
  *
+ * Two persistence models read the same record (include/ubjfs/bdev.h):
+ *   volatile cache  (ubj_bdev_record_crash): epochs between completed
+ *                   flushes; any subset of an epoch's writes, a FUA write
+ *                   durable on completion;
+ *   write-through   (ubj_bdev_record_cut, _crash_cut): a write durable on
+ *                   completion; at a cut, any subset of the writes in
+ *                   flight.  The cuts come from the events' order.
+ *
+ * Event keys.  Each write has a submission key and a completion key, each
+ * (time, seq): seq numbers every event as this wrapper saw it (submit
+ * entered, lower device done); time is the modeled time when a timed
+ * model below completed the request (t_dispatch, t_complete: a queue's
+ * virtual clock dispatches several requests into one model at once, and
+ * they are in flight together in modeled time although the model served
+ * each inside submit); untimed events have no time.  Persistence order:
+ * timed events by time, a completion before a submission at the same
+ * time (the queue's own rule: what completes at t may release what is
+ * dispatched at t); then, and untimed events always, by seq.
+ *
  * Invariants:
- *  - Writes and flushes are serialised by `lock` (held across the lower
- *    I/O), so the record's order is the order the lower device saw, and
- *    the order in which the writes completed.
+ *  - The lock is held only around the record's own data (and the reads
+ *    that save originals), never across the lower device's write or
+ *    flush: writes may be in flight at the lower device together.
+ *  - For every write: its submission key precedes its completion key.
  *  - A FUA write (fua) was durable when it completed: a crash image that
  *    keeps anything of a later write of its epoch keeps it whole.
  *  - A write that failed is not recorded (what a failing device leaves is
@@ -43,12 +66,20 @@
 #define REC_CHUNK_BLOCKS 256u          /* data chunks of 1 MiB */
 #define REC_BATCH 64u                  /* blocks per copy when rebuilding */
 
+/* An event's place in persistence order (the file's comment). */
+struct rec_key {
+    uint64_t t;         /* modeled time (timed) */
+    uint64_t seq;       /* the wrapper's event number */
+    bool timed;         /* a timed model below timed the request */
+};
+
 struct rec_write {
     uint64_t blkno;
     uint32_t count;
     bool fua;           /* written with FUA: durable once it completed */
     uint32_t chunk;     /* first chunk of its data */
     uint32_t at;        /* block index inside that chunk */
+    struct rec_key sub, comp;   /* submitted, completed */
 };
 
 /* A growable store of blocks in fixed chunks (never moved). */
@@ -71,6 +102,10 @@ struct rec_bdev {
     uint64_t *ovals;               /* [lock] chunk << 32 | index */
     uint64_t omask, on;            /* [lock] */
     uint8_t *scratch;              /* [lock] one block for originals */
+    uint64_t seq;                  /* [lock] events numbered so far */
+    uint64_t *corder;              /* [lock] write indices by completion in
+                                      persistence order (rec_corder_locked) */
+    uint64_t ncorder;              /* [lock] writes corder sorts (nw when valid) */
 };
 
 static const struct ubj_bdev_ops rec_ops;
@@ -191,9 +226,9 @@ static int rec_save_originals(struct rec_bdev *r, uint64_t blkno, uint32_t count
 
 /* ---- the device ------------------------------------------------------------- */
 
-/* rec_append -- record a completed write.  0 or -ENOMEM. */
-static int rec_append(struct rec_bdev *r, uint64_t blkno, uint32_t count,
-                      const void *buf, bool fua)
+/* rec_append -- record completed write q, submitted at key `sub`.
+ * 0 or -ENOMEM. */
+static int rec_append(struct rec_bdev *r, const struct ubj_req *q, struct rec_key sub)
 {
     if (r->nw == r->capw) {
         uint64_t cap = r->capw ? r->capw * 2 : 1024;
@@ -204,31 +239,46 @@ static int rec_append(struct rec_bdev *r, uint64_t blkno, uint32_t count,
         r->capw = cap;
     }
     struct rec_write *w = &r->w[r->nw];
-    if (rec_store_put(&r->data, buf, count, &w->chunk, &w->at) < 0)
+    if (rec_store_put(&r->data, q->buf, q->count, &w->chunk, &w->at) < 0)
         return -ENOMEM;
-    w->blkno = blkno;
-    w->count = count;
-    w->fua = fua;
+    bool timed = (q->dev_flags_ & DEVF_TIMED) != 0;
+    w->blkno = q->blkno;
+    w->count = q->count;
+    w->fua = dev_req_fua(q);
+    w->sub = (struct rec_key){ timed ? q->t_dispatch : 0, sub.seq, timed };
+    w->comp = (struct rec_key){ timed ? q->t_complete : 0, ++r->seq, timed };
     r->nw++;
     return 0;
 }
 
-/* rec_write_locked -- keep the originals, write through, record. */
-static int rec_write_locked(struct rec_bdev *r, struct ubj_req *q)
+/* rec_write -- keep the originals, note the submission, write through
+ * (without the lock), record the completion. */
+static int rec_write(struct rec_bdev *r, struct ubj_req *q)
 {
+    pthread_mutex_lock(&r->lock);
     int rc = rec_save_originals(r, q->blkno, q->count);
+    struct rec_key sub = { 0, ++r->seq, false };
+    pthread_mutex_unlock(&r->lock);
     if (rc == 0)
         rc = ubj_bdev_forward(r->base.lower, q);
-    if (rc == 0 && rec_append(r, q->blkno, q->count, q->buf, dev_req_fua(q)) < 0)
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&r->lock);
+    if (rec_append(r, q, sub) < 0)
         rc = ubj_set_error(-ENOMEM, "record bdev: out of memory");
+    pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
-/* rec_flush_locked -- flush through; a completed flush is recorded. */
-static int rec_flush_locked(struct rec_bdev *r, struct ubj_req *q)
+/* rec_flush -- flush through (without the lock); a completed flush is
+ * recorded as covering the writes completed when it was submitted. */
+static int rec_flush(struct rec_bdev *r, struct ubj_req *q)
 {
+    pthread_mutex_lock(&r->lock);
     uint64_t issued = r->nw;
+    pthread_mutex_unlock(&r->lock);
     int rc = ubj_bdev_forward(r->base.lower, q);
+    pthread_mutex_lock(&r->lock);
     if (rc == 0 && r->nf == r->capf) {
         uint64_t cap = r->capf ? r->capf * 2 : 256;
         uint64_t *f = realloc(r->flush_at, cap * sizeof *f);
@@ -239,25 +289,24 @@ static int rec_flush_locked(struct rec_bdev *r, struct ubj_req *q)
             r->capf = cap;
         }
     }
-    if (rc == 0)
+    if (rc == 0) {
+        /* flushes may complete out of order: the record keeps flush_at
+         * non-decreasing (a later-submitted flush covers no fewer) */
+        if (r->nf > 0 && issued < r->flush_at[r->nf - 1])
+            issued = r->flush_at[r->nf - 1];
         r->flush_at[r->nf++] = issued;
+    }
+    pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
-/* rec_submit -- reads pass through; writes and flushes are recorded, in
- * the order the lower device completes them (one at a time). */
+/* rec_submit -- reads pass through; writes and flushes are recorded as
+ * they complete, the lower device serving several at once if asked. */
 static void rec_submit(struct ubj_bdev *d, struct ubj_req *q)
 {
     struct rec_bdev *r = rec_of(d);
-    int rc;
-    if (q->op == UBJ_REQ_READ) {
-        rc = ubj_bdev_forward(d->lower, q);
-    } else {
-        pthread_mutex_lock(&r->lock);
-        rc = q->op == UBJ_REQ_WRITE ? rec_write_locked(r, q)
-                                    : rec_flush_locked(r, q);
-        pthread_mutex_unlock(&r->lock);
-    }
+    int rc = q->op == UBJ_REQ_READ ? ubj_bdev_forward(d->lower, q)
+           : q->op == UBJ_REQ_WRITE ? rec_write(r, q) : rec_flush(r, q);
     ubj_req_complete(q, rc);
 }
 
@@ -273,6 +322,7 @@ static void rec_destroy(struct ubj_bdev *d)
     free(r->okeys);
     free(r->ovals);
     free(r->scratch);
+    free(r->corder);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -495,10 +545,14 @@ static uint64_t rec_last_kept(uint64_t first, uint64_t end,
     return kept;
 }
 
-/* ubj_bdev_record_crash -- the image a power cut during epoch k leaves. */
-int ubj_bdev_record_crash(struct ubj_bdev *d, uint64_t k,
-                          const struct ubj_rec_choice *choice, uint64_t nchoice,
-                          struct ubj_bdev *target)
+typedef int (*rec_image_fn)(struct rec_bdev *r, uint64_t k,
+                            const struct ubj_rec_choice *choice, uint64_t nchoice,
+                            struct ubj_bdev *target, uint8_t *buf);
+
+/* rec_image -- check the arguments, then build with `fn` under the lock
+ * (with a scratch buffer of REC_BATCH blocks). */
+static int rec_image(struct ubj_bdev *d, uint64_t k, const struct ubj_rec_choice *choice,
+                     uint64_t nchoice, struct ubj_bdev *target, rec_image_fn fn)
 {
     struct rec_bdev *r = rec_of(d);
     if (r == NULL || target == NULL || target->nblocks < d->nblocks ||
@@ -508,24 +562,194 @@ int ubj_bdev_record_crash(struct ubj_bdev *d, uint64_t k,
     if (buf == NULL)
         return ubj_set_error(-ENOMEM, "record crash: out of memory");
     pthread_mutex_lock(&r->lock);
-    int rc = 0;
+    int rc = fn(r, k, choice, nchoice, target, buf);
+    pthread_mutex_unlock(&r->lock);
+    free(buf);
+    return rc;
+}
+
+/* rec_image_base -- the image at creation onto target. */
+static int rec_image_base(struct rec_bdev *r, struct ubj_bdev *target, uint8_t *buf)
+{
+    int rc = rec_copy_lower(r, target, buf);
+    return rc == 0 ? rec_put_originals(r, target) : rc;
+}
+
+/* rec_crash_epoch_locked -- epoch k's image onto target (lock held). */
+static int rec_crash_epoch_locked(struct rec_bdev *r, uint64_t k,
+                                  const struct ubj_rec_choice *choice, uint64_t nchoice,
+                                  struct ubj_bdev *target, uint8_t *buf)
+{
     if (k > r->nf)
-        rc = ubj_set_error(-EINVAL, "record crash: epoch %llu of %llu flushes",
-                           (unsigned long long)k, (unsigned long long)r->nf);
-    uint64_t first = 0, end = 0;
-    if (rc == 0) {
-        rec_epoch_locked(r, k, &first, &end);
-        rc = rec_copy_lower(r, target, buf);
-    }
-    if (rc == 0)
-        rc = rec_put_originals(r, target);
+        return ubj_set_error(-EINVAL, "record crash: epoch %llu of %llu flushes",
+                             (unsigned long long)k, (unsigned long long)r->nf);
+    uint64_t first, end;
+    rec_epoch_locked(r, k, &first, &end);
+    int rc = rec_image_base(r, target, buf);
     for (uint64_t i = 0; rc == 0 && i < first; i++)
         rc = rec_apply(r, i, NULL, target, buf);
     uint64_t kept = rec_last_kept(first, end, choice, nchoice);
     for (uint64_t i = first; rc == 0 && i < end && i - first < nchoice && choice; i++)
         rc = rec_apply(r, i, r->w[i].fua && i < kept ? NULL : &choice[i - first],
                        target, buf);
-    pthread_mutex_unlock(&r->lock);
-    free(buf);
     return rc;
+}
+
+/* ubj_bdev_record_crash -- the image a power cut during epoch k leaves. */
+int ubj_bdev_record_crash(struct ubj_bdev *d, uint64_t k,
+                          const struct ubj_rec_choice *choice, uint64_t nchoice,
+                          struct ubj_bdev *target)
+{
+    return rec_image(d, k, choice, nchoice, target, rec_crash_epoch_locked);
+}
+
+/* ---- write-through cuts ---------------------------------------------------------- */
+
+/* rec_before -- event a (a completion if ac) precedes b in persistence
+ * order: timed events by time, completions first at one time; then (and
+ * untimed ones) by seq. */
+static bool rec_before(struct rec_key a, bool ac, struct rec_key b, bool bc)
+{
+    if (a.timed && b.timed && a.t != b.t)
+        return a.t < b.t;
+    if (a.timed && b.timed && ac != bc)
+        return ac;
+    return a.seq < b.seq;
+}
+
+/* rec_comp_before -- write i completed before write j. */
+static bool rec_comp_before(const struct rec_bdev *r, uint64_t i, uint64_t j)
+{
+    return rec_before(r->w[i].comp, true, r->w[j].comp, true);
+}
+
+/* rec_corder_locked -- r->corder sorted for the current record (a stable
+ * merge sort, kept until more writes are recorded).  0 or -ENOMEM. */
+static int rec_corder_locked(struct rec_bdev *r)
+{
+    if (r->corder != NULL && r->ncorder == r->nw)
+        return 0;
+    uint64_t n = r->nw, *a = malloc((n ? n : 1) * sizeof *a),
+             *t = malloc((n ? n : 1) * sizeof *t);
+    if (a == NULL || t == NULL) {
+        free(a);
+        free(t);
+        return ubj_set_error(-ENOMEM, "record cut: out of memory");
+    }
+    for (uint64_t i = 0; i < n; i++)
+        a[i] = i;
+    for (uint64_t w = 1; w < n; w *= 2) {
+        for (uint64_t lo = 0; lo < n; lo += 2 * w) {
+            uint64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint64_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi)
+                t[o++] = rec_comp_before(r, a[j], a[i]) ? a[j++] : a[i++];
+            while (i < mid)
+                t[o++] = a[i++];
+            while (j < hi)
+                t[o++] = a[j++];
+        }
+        uint64_t *x = a;
+        a = t;
+        t = x;
+    }
+    free(t);
+    free(r->corder);
+    r->corder = a;
+    r->ncorder = n;
+    return 0;
+}
+
+/* rec_inflight_locked -- the writes in flight at cut k (k < nw: just
+ * before the k-th completion; k == nw: none) into out[0..max), by
+ * submission; *n = how many there are (may exceed max). */
+static void rec_inflight_locked(const struct rec_bdev *r, uint64_t k, uint64_t *out,
+                                uint64_t max, uint64_t *n)
+{
+    *n = 0;
+    if (k >= r->nw)
+        return;
+    const struct rec_key at = r->w[r->corder[k]].comp;
+    for (uint64_t j = k; j < r->nw; j++) {    /* not durable at the cut ... */
+        uint64_t i = r->corder[j];
+        if (!rec_before(r->w[i].sub, false, at, true))
+            continue;                         /* ... and submitted before it */
+        uint64_t p = *n < max ? *n : max;     /* insert by submission */
+        while (p > 0 && rec_before(r->w[i].sub, false, r->w[out[p - 1]].sub, false)) {
+            if (p < max)
+                out[p] = out[p - 1];
+            p--;
+        }
+        if (p < max)
+            out[p] = i;
+        (*n)++;
+    }
+}
+
+/* ubj_bdev_record_cut -- the durable count and in-flight writes of cut k. */
+int ubj_bdev_record_cut(struct ubj_bdev *d, uint64_t k, uint64_t *inflight,
+                        uint64_t max, uint64_t *n)
+{
+    struct rec_bdev *r = rec_of(d);
+    if (r == NULL || n == NULL || (max > 0 && inflight == NULL))
+        return ubj_set_error(-EINVAL, "record cut: not a recording device");
+    pthread_mutex_lock(&r->lock);
+    int rc = k > r->nw ? ubj_set_error(-EINVAL, "record cut: cut %llu of %llu writes",
+                                       (unsigned long long)k, (unsigned long long)r->nw)
+                       : rec_corder_locked(r);
+    if (rc == 0)
+        rec_inflight_locked(r, k, inflight, max, n);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+/* ubj_bdev_record_durable -- the j-th write to complete (j < writes). */
+int64_t ubj_bdev_record_durable(struct ubj_bdev *d, uint64_t j)
+{
+    struct rec_bdev *r = rec_of(d);
+    if (r == NULL)
+        return ubj_set_error(-EINVAL, "record cut: not a recording device");
+    pthread_mutex_lock(&r->lock);
+    int64_t rc = j >= r->nw ? ubj_set_error(-EINVAL, "record cut: completion %llu of %llu",
+                                            (unsigned long long)j,
+                                            (unsigned long long)r->nw)
+                            : rec_corder_locked(r);
+    if (rc == 0)
+        rc = (int64_t)r->corder[j];
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+/* rec_crash_cut_locked -- cut k's image onto target (lock held). */
+static int rec_crash_cut_locked(struct rec_bdev *r, uint64_t k,
+                                const struct ubj_rec_choice *choice, uint64_t nchoice,
+                                struct ubj_bdev *target, uint8_t *buf)
+{
+    int rc = k > r->nw ? ubj_set_error(-EINVAL, "record cut: cut %llu of %llu writes",
+                                       (unsigned long long)k, (unsigned long long)r->nw)
+                       : rec_corder_locked(r);
+    uint64_t nin = 0, *in = NULL;
+    if (rc == 0)
+        rec_inflight_locked(r, k, NULL, 0, &nin);
+    if (rc == 0 && nin > 0 && (in = malloc(nin * sizeof *in)) == NULL)
+        rc = ubj_set_error(-ENOMEM, "record cut: out of memory");
+    if (rc == 0)
+        rec_inflight_locked(r, k, in, nin, &nin);
+    if (rc == 0)
+        rc = rec_image_base(r, target, buf);
+    for (uint64_t j = 0; rc == 0 && j < k; j++)
+        rc = rec_apply(r, r->corder[j], NULL, target, buf);
+    for (uint64_t j = 0; rc == 0 && choice != NULL && j < nin && j < nchoice; j++)
+        rc = rec_apply(r, in[j], &choice[j], target, buf);
+    free(in);
+    return rc;
+}
+
+/* ubj_bdev_record_crash_cut -- the image a power cut at cut k leaves
+ * under the write-through model. */
+int ubj_bdev_record_crash_cut(struct ubj_bdev *d, uint64_t k,
+                              const struct ubj_rec_choice *choice, uint64_t nchoice,
+                              struct ubj_bdev *target)
+{
+    return rec_image(d, k, choice, nchoice, target, rec_crash_cut_locked);
 }
