@@ -84,7 +84,8 @@ static void mkfs_usage(void)
            "      --nvm REGION   mode ubj: also make REGION (a file, e.g. under\n"
            "                     /dev/shm, a DAX file or /dev/dax) the image's empty\n"
            "                     NVM region; refused if it holds committed blocks\n"
-           "                     not yet written home\n"
+           "                     not yet written home, and an existing region\n"
+           "                     (its image's) without --force\n"
            "      --nvm-size SIZE  bytes of the new region (default: 16384 buffers,\n"
            "                     about 64M; K/M/G suffixes)\n"
            "  -f, --force        overwrite an existing file system or nonzero data\n"
@@ -468,8 +469,9 @@ static int mkfs_nvm_device(const struct mkfs_args *a)
 }
 
 /* mkfs_nvm_contents -- refuse an existing region that holds committed
- * blocks not yet home, and (without --force) a non-empty file that is not
- * a region.  -1 or an exit code. */
+ * blocks not yet home, and without --force a region at all (it pairs with
+ * an image, which would lose it) or a non-empty file that is not a
+ * region.  -1 or an exit code. */
 static int mkfs_nvm_contents(const struct mkfs_args *a, const struct stat *st)
 {
     struct ubj_nvm *r;
@@ -483,8 +485,11 @@ static int mkfs_nvm_contents(const struct mkfs_args *a, const struct stat *st)
         return -1;               /* empty, a device, or --force: made anew */
     }
     int64_t pending = rc < 0 ? rc : ubjm_pending(r, UINT64_MAX);
-    if (rc == 0)
+    char owner[37] = "";
+    if (rc == 0) {
+        ubj_nvm_uuid_text(ubj_nvm_uuid(r), owner);
         ubj_nvm_close(r);
+    }
     if (pending > 0) {
         tools_err("%s holds %lld committed blocks not yet written home: mount "
                   "its image once to checkpoint, or remove the file", a->nvm,
@@ -493,6 +498,12 @@ static int mkfs_nvm_contents(const struct mkfs_args *a, const struct stat *st)
     }
     if (rc < 0) {
         tools_err("%s", tools_libmsg(rc));
+        return TOOLS_EXIT_ERR;
+    }
+    if (!a->force) {   /* its image (this one or another) would lose it */
+        tools_err("%s is the NVM region of the image with uuid %s; use --force "
+                  "to reformat it (that image then no longer mounts in mode ubj)",
+                  a->nvm, owner);
         return TOOLS_EXIT_ERR;
     }
     return -1;

@@ -14,6 +14,8 @@
 # `-m ordered -J 1G` (truncated to 0 before the format's checks), and
 # `-f -s 4P` on ext4 (left a 0-byte file after "File too large"); mode ubj
 # without --nvm said nothing about the region.
+# A valid region (some image's) is taken over only with --force (before,
+# another image's mkfs reformatted it silently).
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
 . "$(dirname "$0")/../common/lib.sh" mkfs_refuse
 fail() { echo "FAIL: $*"; exit 1; }     # stop at the first failure
@@ -99,5 +101,17 @@ grep -q "^  nvm region:  $R " "$tmp/out" || fail "summary without the region: $(
 [ ! -s "$tmp/err" ] || fail "ubj with --nvm: $(cat "$tmp/err")"
 run 0 "$UBJ_TOOL" ls --nvm "$R" "$img:/"
 run 0 "$UBJ_TOOL" fsck -n --nvm "$R" "$img"
+# that region is $img's: another image's mkfs must not take it without
+# --force (the new image is not made, $img keeps its region); with it, it
+# may, and $img's uuid no longer matches the region
+other=$tmp/other.img
+run 1 "$UBJ_TOOL" mkfs -q --size 64M --mode ubj --nvm "$R" "$other"
+grep -q "is the NVM region of the image with uuid .*use --force" "$tmp/err" ||
+  fail "another image's region: $(cat "$tmp/err")"
+[ ! -e "$other" ] || fail "another image's region: $other was made"
+run 0 "$UBJ_TOOL" fsck -n --nvm "$R" "$img"
+run 0 "$UBJ_TOOL" mkfs -q -f --size 64M --mode ubj --nvm "$R" --nvm-size 1M "$other"
+run 1 "$UBJ_TOOL" ls --nvm "$R" "$img:/"
+grep -q "belongs to another image" "$tmp/err" || fail "after --force: $(cat "$tmp/err")"
 
 echo "tools mkfs_refuse: all checks passed"
