@@ -52,8 +52,9 @@ static void fsck_usage(void)
            "              committed blocks not yet home are given up)\n"
            "      --help  print this help\n\n"
            "Exit status (as e2fsck): 0 clean, 1 errors repaired, 4 errors left\n"
-           "uncorrected, 8 operational error (cannot read the image, not a\n"
-           "ubjfs image), 16 usage error.\n", tools_prog);
+           "uncorrected (or, checked without --nvm, a mode-ubj image that crashed:\n"
+           "not known to be clean), 8 operational error (cannot read the image,\n"
+           "not a ubjfs image), 16 usage error.\n", tools_prog);
 }
 
 /* fsck_report -- ubj_check's callback: print one problem line. */
@@ -145,8 +146,9 @@ static const char *fsck_crashed_region(const struct ubj_super *sb)
 }
 
 /* fsck_hint -- a check of an image that crashed in a region mode, alone: say what it
- * cannot see. */
-static void fsck_hint(const char *image, struct ubj_bdev *dev)
+ * cannot see.  Returns whether it said so (the image is then not known to
+ * be clean, whatever the check found). */
+static bool fsck_hint(const char *image, struct ubj_bdev *dev)
 {
     struct ubj_super *sb = fsck_super(dev);
     const char *m = sb != NULL ? fsck_crashed_region(sb) : NULL;
@@ -155,6 +157,7 @@ static void fsck_hint(const char *image, struct ubj_bdev *dev)
                "blocks may live in its NVM region, which this check did not "
                "read: pass --nvm REGION\n", image, m);
     free(sb);
+    return m != NULL;
 }
 
 /* fsck_mark_clean -- after a successful repair: state CLEAN.  0, or -1
@@ -282,8 +285,10 @@ int tools_fsck_main(int argc, char **argv)
     if (repair && (r == UBJ_CHECK_CLEAN || r == UBJ_CHECK_REPAIRED) &&
         fsck_mark_clean(image, dev) < 0)
         r = UBJ_CHECK_OPERROR;
-    if (nvm == NULL && !repair && r != UBJ_CHECK_OPERROR)
-        fsck_hint(image, dev);
+    bool partial = nvm == NULL && !repair && r != UBJ_CHECK_OPERROR &&
+                   fsck_hint(image, dev);
+    if (partial && r == UBJ_CHECK_CLEAN)   /* not "clean": half was not seen */
+        r = UBJ_CHECK_UNCORRECTED;
     if (r == UBJ_CHECK_OPERROR && ctx.lines == 0)
         tools_err("%s: %s", image, tools_libmsg(-EIO));
     if (verbose && r != UBJ_CHECK_OPERROR)
@@ -297,6 +302,8 @@ int tools_fsck_main(int argc, char **argv)
                fsck_result_text(r), ctx.lines - ctx.notes,
                ctx.lines - ctx.notes == 1 ? "" : "s", ctx.notes,
                ctx.notes == 1 ? "" : "s", secs);
+    else if (partial)
+        printf("%s: not known to be clean (its NVM region was not checked)\n", image);
     else
         printf("%s: %s\n", image, fsck_result_text(r));
     return r;
