@@ -82,9 +82,11 @@ cn=$shm/crash-ubj.nvm
 run 0 "$U" mkfs -q -s 256M -m ubj --nvm "$cn" "$ci"
 if UBJFS_NVM=$cn crash "$ci" "$tmp/big" -m ubj --nvm "$cn"; then
   settle "$ci"
-  run 0 env -u UBJFS_NVM "$U" fsck -n "$ci"
+  run 4 env -u UBJFS_NVM "$U" fsck -n "$ci"   # never "clean": half unseen
   grep -q "last mounted in mode ubj.*pass --nvm" "$tmp/out" ||
     fail "fsck of a crashed ubj image without --nvm gives no hint: $(cat "$tmp/out")"
+  grep -q "not known to be clean" "$tmp/out" ||
+    fail "fsck of a crashed ubj image without --nvm: $(cat "$tmp/out")"
   run 0 "$U" fsck -n --nvm "$cn" "$ci"
   grep -q "pass --nvm" "$tmp/out" && fail "fsck --nvm still hints at --nvm: $(cat "$tmp/out")"
 else
