@@ -61,8 +61,9 @@ void tools_serving_unmark(int *fd)
     *fd = -1;
 }
 
-/* imglock_served -- does a mount daemon serve `path` (the mark is held)? */
-static bool imglock_served(const char *path)
+/* tools_image_served -- see tools.h: does a mount daemon serve `path`
+ * (the mark is held)? */
+bool tools_image_served(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -81,7 +82,7 @@ int tools_open_excl(const char *path, unsigned flags, struct ubj_bdev **out)
     bool said = false;
     for (;;) {
         int rc = ubj_bdev_file_open(path, flags | UBJ_BDEV_EXCL, 0, out);
-        if (rc != -EBUSY || imglock_served(path))
+        if (rc != -EBUSY || tools_image_served(path))
             return rc;
         clock_gettime(CLOCK_MONOTONIC, &now);
         double s = (double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;

@@ -288,7 +288,12 @@ static void inspect_run(struct inspect_ctx *c)
         inspect_alloc(c);
     else
         printf("allocation:       not counted (the layout is not sound)\n");
-    inspect_mount(c);
+    if (tools_image_served(c->image))   /* its cache may be ahead of this */
+        printf("mount:            in use: a mount daemon serves this image (what "
+               "is shown is the image as last written; the mounted file system "
+               "may be ahead of it)\n");
+    else
+        inspect_mount(c);
 }
 
 /* tools_inspect_main -- `ubjfs inspect`. */

@@ -158,6 +158,10 @@ int tools_open_excl(const char *path, unsigned flags, struct ubj_bdev **out);
  * give up after 60 s). */
 int tools_serving_mark(const char *path);
 
+/* tools_image_served -- whether a mount daemon serves `path` now (holds
+ * the mark of tools_serving_mark).  Never blocks. */
+bool tools_image_served(const char *path);
+
 /* tools_serving_unmark -- the request loop has ended: drop the mark (*fd
  * closed and set to -1; nothing if it is -1). */
 void tools_serving_unmark(int *fd);

@@ -140,6 +140,12 @@ rc=0; "$UBJ" fsck -n "$img" >/dev/null 2>&1 || rc=$?
 [ "$rc" = 8 ] || fl_fail "fsck of a mounted image exited $rc"
 rc=0; "$UBJ" mkfs -q -f "$img" >/dev/null 2>&1 || rc=$?
 [ "$rc" = 1 ] || fl_fail "mkfs of a mounted image exited $rc"
+# inspect reads it, but does not call the image as last written the file
+# system (before: "mount: ok (read-only)" from its own trial mount)
+rc=0; "$UBJ" inspect "$img" >"$T/out" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fl_fail "inspect of a mounted image exited $rc: $(cat "$T/out")"
+grep -q "^mount: *in use: a mount daemon serves this image" "$T/out" ||
+  fl_fail "inspect of a mounted image: $(tail -2 "$T/out")"
 
 # some content, then a clean unmount
 mkdir "$mnt/dir"
