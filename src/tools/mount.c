@@ -73,6 +73,9 @@ struct mount_args {
     bool foreground, debug, format_nvm, scrub;
     struct ubj_fuse_opts fo;
     char *fuse_opts;                     /* -o options left for libfuse */
+    char **o_copies;                     /* each -o argument, split in place:
+                                            mode= etc. point into them */
+    size_t n_o_copies;
     char image_abs[PATH_MAX], mnt_abs[PATH_MAX], nvm_abs[PATH_MAX];
     char stats_abs[PATH_MAX];
     dev_t mnt_dev;                       /* the mount point's device before */
@@ -144,6 +147,10 @@ static void mount_usage(void)
            "                         read-only (costs about one fsck -n)\n"
            "      no_killpriv_v2     let the kernel clear set-id bits and file\n"
            "                         capabilities (one more request per write)\n"
+           "      mode=, nvm=, nvm_profile=, device=, stats=, cache_size=,\n"
+           "      commit_interval=, pid_file=, log=, format_nvm\n"
+           "                         the options above (--mode M as mode=M; an\n"
+           "                         /etc/fstab line gives them so)\n"
            "      --help             print this help\n\n"
            "FUSE's default_permissions is always on: the kernel checks permissions\n"
            "with the files' modes.\n\n"
@@ -175,6 +182,16 @@ static int mount_count(const char *s, unsigned *out)
     return 0;
 }
 
+static int mount_opt_value(struct mount_args *a, int c, const char *arg);
+
+/* -o KEY=VALUE that is the option --LONG VALUE (mount_opt_value's letter):
+ * what an /etc/fstab line or mount -t fuse.ubjfs can give (mount_helper.c) */
+static const struct { const char *key; int c; } mount_valued[] = {
+    { "mode", 'm' }, { "nvm", 'N' }, { "nvm_profile", 'P' }, { "device", 'D' },
+    { "stats", 'S' }, { "cache_size", 'c' }, { "commit_interval", 'i' },
+    { "pid_file", 'p' }, { "log", 'L' },
+};
+
 /* mount_own_opt -- one -o option that is ours: 1 taken, 0 not ours, or a
  * usage error's exit code. */
 static int mount_own_opt(struct mount_args *a, const char *opt)
@@ -183,7 +200,18 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
     size_t kl = v ? (size_t)(v - opt) : strlen(opt);
     int rc = 0;
 #define MOUNT_KEY(k) (kl == strlen(k) && strncmp(opt, k, kl) == 0)
-    if (MOUNT_KEY("writeback_cache") && !v)
+    for (size_t i = 0; i < sizeof mount_valued / sizeof mount_valued[0]; i++) {
+        if (!MOUNT_KEY(mount_valued[i].key))
+            continue;
+        if (v == NULL || v[1] == '\0')
+            return tools_usage_err("-o %s needs a value (-o %s=...)", opt,
+                                   mount_valued[i].key);
+        rc = mount_opt_value(a, mount_valued[i].c, v + 1);
+        return rc < 0 ? 1 : rc;
+    }
+    if (MOUNT_KEY("format_nvm") && !v)
+        a->format_nvm = true;
+    else if (MOUNT_KEY("writeback_cache") && !v)
         a->fo.writeback_cache = true;
     else if (MOUNT_KEY("no_writeback_cache") && !v)
         a->fo.writeback_cache = false;
@@ -216,7 +244,7 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         return 0;
     } else if ((MOUNT_KEY("io_uring") || MOUNT_KEY("no_io_uring") ||
                 MOUNT_KEY("killpriv_v2") || MOUNT_KEY("no_killpriv_v2") ||
-                MOUNT_KEY("scrub") ||
+                MOUNT_KEY("scrub") || MOUNT_KEY("format_nvm") ||
                 MOUNT_KEY("writeback_cache") || MOUNT_KEY("no_writeback_cache")) && v)
         rc = -EINVAL;                   /* a flag given a value */
     else if (MOUNT_KEY("io_uring") && !v)
@@ -240,10 +268,15 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
 static int mount_opts(struct mount_args *a, const char *arg)
 {
     char *copy = strdup(arg), *save = NULL;
-    if (copy == NULL) {
+    char **kept = realloc(a->o_copies, (a->n_o_copies + 1) * sizeof *kept);
+    if (kept != NULL)
+        a->o_copies = kept;
+    if (copy == NULL || kept == NULL) {
+        free(copy);
         tools_err("out of memory");
         return TOOLS_EXIT_ERR;
     }
+    a->o_copies[a->n_o_copies++] = copy;   /* kept: values point into it */
     int ret = -1;
     for (char *o = strtok_r(copy, ",", &save); o && ret < 0; o = strtok_r(NULL, ",", &save)) {
         int rc = mount_own_opt(a, o);
@@ -261,7 +294,6 @@ static int mount_opts(struct mount_args *a, const char *arg)
             a->fuse_opts = n;
         }
     }
-    free(copy);
     return ret;
 }
 
@@ -852,5 +884,8 @@ int tools_mount_main(int argc, char **argv)
         rc = a.foreground ? mount_serve(&a, -1) : mount_background(&a);
     free(a.fuse_opts);
     free(a.models);
+    for (size_t i = 0; i < a.n_o_copies; i++)
+        free(a.o_copies[i]);
+    free(a.o_copies);
     return rc;
 }

@@ -9,27 +9,14 @@
  * as root unless nodev/nosuid is given, and runs `ubjfs IMAGE DIR -o
  * rw,...` through /bin/sh with no PATH of its caller (sh's default:
  * /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin).  This
- * file turns that into `ubjfs mount`: the options that name a `ubjfs
- * mount` option with a value (mode=, nvm=, ...; table below) become it,
- * what is mount(8)'s alone or only a comment (defaults, x-*, comment=, and
- * the above, for a direct call) is dropped, and the rest stays in -o
- * (ubjfs mount's own -o options and libfuse's).
+ * file turns that into `ubjfs mount`: what is mount(8)'s alone or only a
+ * comment (defaults, x-*, comment=, and the above, for a direct call) is
+ * dropped, and the rest stays in -o (ubjfs mount's own -o options, which
+ * include mode=, nvm=, ... for its options with a value, and libfuse's).
  */
 #include <stdlib.h>
 #include <string.h>
 #include "tools.h"
-
-/* -o KEY=VALUE that is `ubjfs mount`'s option LONG VALUE */
-static const struct { const char *key, *lopt; } helper_valued[] = {
-    { "mode", "--mode" },
-    { "nvm", "--nvm" },
-    { "nvm_profile", "--nvm-profile" },
-    { "device", "--device" },
-    { "stats", "--stats" },
-    { "cache_size", "--cache-size" },
-    { "commit_interval", "--commit-interval" },
-    { "pid_file", "--pid-file" },
-};
 
 /* -o options that are mount(8)'s or comments: dropped (KEY or KEY=...) */
 static const char *const helper_dropped[] = {
@@ -46,23 +33,15 @@ static bool helper_keyis(const char *o, const char *k)
     return strncmp(o, k, kl) == 0 && (o[kl] == '\0' || o[kl] == '=');
 }
 
-/* helper_take -- one -o option: appended to argv (ours), to `rest`
- * (left for ubjfs mount's -o), or dropped. */
-static void helper_take(const char *o, char **av, int *ac, char *rest)
+/* helper_take -- one -o option: appended to `rest` (ubjfs mount's -o,
+ * which takes mode=, nvm=, ... as its options with a value) or dropped. */
+static void helper_take(const char *o, char *rest)
 {
     for (size_t i = 0; i < HELPER_N(helper_dropped); i++)
         if (helper_keyis(o, helper_dropped[i]))
             return;
     if (strncmp(o, "x-", 2) == 0 || o[0] == '\0')
         return;
-    for (size_t i = 0; i < HELPER_N(helper_valued); i++) {
-        size_t kl = strlen(helper_valued[i].key);
-        if (strncmp(o, helper_valued[i].key, kl) == 0 && o[kl] == '=') {
-            av[(*ac)++] = (char *)helper_valued[i].lopt;
-            av[(*ac)++] = (char *)o + kl + 1;
-            return;
-        }
-    }
     if (rest[0] != '\0')
         strcat(rest, ",");
     strcat(rest, o);
@@ -76,7 +55,7 @@ int tools_mount_helper_main(int argc, char **argv)
     size_t total = 1;
     for (int i = 3; i < argc; i++)
         total += strlen(argv[i]) + 1;
-    /* each option may become two arguments; plus -o REST -- IMAGE DIR */
+    /* the program, -f/-d, -o REST, --, IMAGE, DIR */
     char **av = calloc((size_t)argc * 2 + 8 + total, sizeof *av);
     char *rest = malloc(total);
     int ret = TOOLS_EXIT_ERR, ac = 0;
@@ -110,7 +89,7 @@ int tools_mount_helper_main(int argc, char **argv)
         }
         for (char *save = NULL, *o = strtok_r(list, ",", &save); o != NULL;
              o = strtok_r(NULL, ",", &save))
-            helper_take(o, av, &ac, rest);
+            helper_take(o, rest);
     }
     if (rest[0] != '\0') {
         av[ac++] = (char *)"-o";

@@ -37,6 +37,9 @@ expect 2 "$UBJ" mount -o max_threads=0 "$img" "$mnt"
 expect 2 "$UBJ" mount -o io_uring=1 "$img" "$mnt"
 expect 2 "$UBJ" mount -o no_killpriv_v2=yes "$img" "$mnt"
 expect 2 "$UBJ" mount -o max_read=12 "$img" "$mnt"
+expect 2 "$UBJ" mount -o mode= "$img" "$mnt"
+expect 2 "$UBJ" mount -o commit_interval=0 "$img" "$mnt"
+expect 2 "$UBJ" mount -o format_nvm=1 "$img" "$mnt"
 # a failed INIT needs the test hook UBJ_FUSE_BREAK_INIT (a test build's:
 # CMake option UBJ_TEST_HOOKS)
 if test_hooks; then
@@ -203,5 +206,18 @@ if fl_mode_built ubj; then
   fl_umount "$mnt"
   "$UBJ" fsck -n --nvm "$(fl_nvm "$T/a.img")" "$T/a.img" >/dev/null || fl_fail "ubj pair not clean"
   fl_fsck "$T/a.img"
+  # the options with a value as -o KEY=VALUE, as an /etc/fstab line gives
+  # them (before: "unknown option(s)"), and -o format_nvm: a lost region
+  # made anew for a clean image
+  rm -f "$(fl_nvm "$T/a.img")"
+  "$UBJ" mount -o "mode=ubj,nvm=$(fl_nvm "$T/a.img"),format_nvm,commit_interval=100" \
+    -o "pid_file=$T/pid.o,log=$T/daemon.o.log" "$T/a.img" "$mnt" ||
+    fl_fail "mount with -o mode=,nvm=,format_nvm,... failed"
+  FL_MOUNTS+=("$mnt")
+  FL_PID[$mnt]=$(cat "$T/pid.o")
+  [ "$(cat "$mnt/f")" = data ] || fl_fail "-o mode=ubj,...: the file is not there"
+  fl_umount "$mnt"
+  "$UBJ" fsck -n --nvm "$(fl_nvm "$T/a.img")" "$T/a.img" >/dev/null ||
+    fl_fail "the pair made with -o format_nvm is not clean"
 fi
 echo "mount.sh: ok"
