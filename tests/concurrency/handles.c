@@ -13,6 +13,12 @@
  *    there and fsck is clean.  With the broken variant `handle-no-wait`
  *    (UBJ_TEST_BREAK=handle-no-wait in the environment; the barrier does
  *    not wait) this test fails: B returns while A is parked.
+ *  - test_start_waits_for_credits: the same parking, thread A a write
+ *    whose credits fill the mode's capacity (64-buffer cache), thread B a
+ *    create: B's start must wait (for room; in ubj for the commit its
+ *    start policy asks first) until A stops; both then succeed, the bytes
+ *    read back.  Shown to fail with a start that ignores the room
+ *    (hl_may_open without its capacity test, a temporary edit).
  *  - test_stress_small_cache: 4 threads mixing create, write, rename,
  *    fsync and unlink on a 64-buffer cache (the timer firing every 2 ms),
  *    in every mode: all finish (a watchdog turns a hang into a failure),
@@ -108,15 +114,27 @@ static void tm_done(struct tmount *tm, const char *m)
 
 /* ---- the parked handle ----------------------------------------------------------- */
 
+/* The pairs: A parks inside its handle, B must wait for it. */
+enum pair {
+    PAIR_FSYNC,     /* A creates, B fsyncs: B waits in the commit barrier */
+    PAIR_CREDITS,   /* A writes BIG_WRITE (credits: the whole capacity), B
+                       creates: B's start waits for room (in ubj, for the
+                       commit its start asks first) */
+};
+#define BIG_WRITE (24u * 4096u)   /* 2 * 24 + 22 credits > 64 buffers */
+
 struct park {
     pthread_mutex_t m;
     pthread_cond_t cv;
+    enum pair pair;
     int parked;          /* [m] A is parked in its handle */
     int release;         /* [m] A may go on */
-    int b_done;          /* [m] B's fsync returned */
+    int b_done;          /* [m] B's operation returned */
     int b_rc;
     uint64_t commits_parked;   /* commits counted when A parked */
     struct ubj_fs *fs;
+    ubj_ino_t big;       /* PAIR_CREDITS: A's file */
+    uint8_t *buf;        /* BIG_WRITE bytes of a pattern */
 };
 
 static struct park P = { .m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
@@ -143,20 +161,27 @@ static void park_hook(void *arg, struct ubj_handle *h, uint64_t blkno)
     pthread_mutex_lock(ml);
 }
 
-/* thread_a -- the create that parks. */
+/* thread_a -- the operation that parks: a create, or the big write. */
 static void *thread_a(void *arg)
 {
     int *rc = arg;
     park_me = 1;
-    *rc = ubj_create(P.fs, UBJ_ROOT_INO, "parked", 0644, NULL, NULL);
+    if (P.pair == PAIR_FSYNC) {
+        *rc = ubj_create(P.fs, UBJ_ROOT_INO, "parked", 0644, NULL, NULL);
+    } else {
+        ssize_t n = ubj_pwrite(P.fs, P.big, P.buf, BIG_WRITE, 0);
+        *rc = n == (ssize_t)BIG_WRITE ? 0 : n < 0 ? (int)n : -EIO;
+    }
     return NULL;
 }
 
-/* thread_b -- the fsync. */
+/* thread_b -- the operation that must wait: the fsync, or a create. */
 static void *thread_b(void *arg)
 {
     (void)arg;
-    int rc = ubj_fsync(P.fs, UBJ_ROOT_INO, 0);
+    int rc = P.pair == PAIR_FSYNC
+                 ? ubj_fsync(P.fs, UBJ_ROOT_INO, 0)
+                 : ubj_create(P.fs, UBJ_ROOT_INO, "second", 0644, NULL, NULL);
     pthread_mutex_lock(&P.m);
     P.b_done = 1;
     P.b_rc = rc;
@@ -179,25 +204,48 @@ static struct timespec deadline_in(long ms)
     return ts;
 }
 
-/* b_waiting -- B is waiting in the barrier (a committer waits for the
- * open handles: the timer is off, so it can only be B). */
-static bool b_waiting(struct ubj_fs *fs)
+/* b_waiting -- B is waiting in the handle layer (the timer is off, so
+ * the waiter can only be B): in the barrier (fsync), or at its start
+ * (credits: for room, or for its start's commit). */
+static bool b_waiting(struct ubj_fs *fs, enum pair pair)
 {
     pthread_mutex_lock(&fs->lock);
-    bool w = fs->txn.hs.waiting_commit > 0;
+    const struct ubj_handles *hs = &fs->txn.hs;
+    bool w = pair == PAIR_FSYNC ? hs->waiting_commit > 0
+                                : hs->waiting_commit + hs->waiting_start > 0;
     pthread_mutex_unlock(&fs->lock);
     return w;
 }
 
-/* park_one -- the parked create and the fsync in mode m; returns a
- * failure message ("" when the barrier held). */
-static void park_one(const char *m, char *why, size_t whysz)
+/* b_done -- B returned. */
+static int b_done(void)
+{
+    pthread_mutex_lock(&P.m);
+    int done = P.b_done;
+    pthread_mutex_unlock(&P.m);
+    return done;
+}
+
+/* park_one -- pair `pair` in mode m; a failure message in why ("" when
+ * B waited for A). */
+static void park_one(const char *m, enum pair pair, char *why, size_t whysz)
 {
     struct tmount tm;
     why[0] = '\0';
-    tm_mount(&tm, m, 256, 3600u * 1000u);   /* no timer commit meanwhile */
+    /* no timer commit meanwhile; 64 buffers: the big write's credits
+     * fill every mode's capacity */
+    tm_mount(&tm, m, pair == PAIR_FSYNC ? 256 : 64, 3600u * 1000u);
     P.fs = tm.fs;
+    P.pair = pair;
     P.parked = P.release = P.b_done = 0;
+    if (pair == PAIR_CREDITS) {
+        struct ubj_stat st;
+        assert_ok(ubj_create(tm.fs, UBJ_ROOT_INO, "big", 0644, NULL, &st));
+        P.big = st.ino;
+        P.buf = malloc(BIG_WRITE);
+        assert_non_null(P.buf);
+        tpattern_fill(P.buf, BIG_WRITE, 77, 0);
+    }
     ubj_handle_test_hook(park_hook, NULL);
     pthread_t a, b;
     int arc = -1;
@@ -210,25 +258,26 @@ static void park_one(const char *m, char *why, size_t whysz)
     pthread_mutex_unlock(&P.m);
     assert_true(parked);
     assert_int_equal(pthread_create(&b, NULL, thread_b, NULL), 0);
-    /* B either waits in the barrier (right) or returns (wrong) */
-    for (int i = 0; i < WAIT_MS && !b_waiting(tm.fs); i++) {
-        pthread_mutex_lock(&P.m);
-        int done = P.b_done;
-        pthread_mutex_unlock(&P.m);
-        if (done)
-            break;
+    /* B either waits (right) or returns (wrong) */
+    for (int i = 0; i < WAIT_MS && !b_waiting(tm.fs, pair) && !b_done(); i++)
         t_sleep_ns(1000000);
-    }
+    bool waiting = b_waiting(tm.fs, pair);
+    pthread_mutex_lock(&tm.fs->lock);
+    uint64_t commits = tm.fs->txn.stats.commits;
+    pthread_mutex_unlock(&tm.fs->lock);
     pthread_mutex_lock(&P.m);
-    if (P.b_done)
+    const char *bop = pair == PAIR_FSYNC ? "fsync" : "a second create";
+    if (P.b_done && pair == PAIR_FSYNC)
         snprintf(why, whysz, "mode %s: fsync returned (%d) while a create was "
                  "parked inside its handle: it committed half of it", m, P.b_rc);
-    else if (!b_waiting(tm.fs))
-        snprintf(why, whysz, "mode %s: fsync neither returned nor waits in the "
-                 "barrier", m);
-    else if (tm.fs->txn.stats.commits != P.commits_parked)
-        snprintf(why, whysz, "mode %s: a commit was counted while the create "
-                 "was parked", m);
+    else if (P.b_done)
+        snprintf(why, whysz, "mode %s: a create (%d) ran while a write holding "
+                 "the whole credit capacity was parked in its handle", m, P.b_rc);
+    else if (!waiting)
+        snprintf(why, whysz, "mode %s: %s neither returned nor waits in the "
+                 "handle layer", m, bop);
+    else if (commits != P.commits_parked)
+        snprintf(why, whysz, "mode %s: a commit was counted while A was parked", m);
     P.release = 1;
     pthread_cond_broadcast(&P.cv);
     pthread_mutex_unlock(&P.m);
@@ -236,11 +285,39 @@ static void park_one(const char *m, char *why, size_t whysz)
     pthread_join(b, NULL);
     ubj_handle_test_hook(NULL, NULL);
     if (why[0] == '\0' && (arc != 0 || P.b_rc != 0))
-        snprintf(why, whysz, "mode %s: create %d, fsync %d", m, arc, P.b_rc);
+        snprintf(why, whysz, "mode %s: A %d, B %d", m, arc, P.b_rc);
     struct ubj_stat st;
-    if (why[0] == '\0' && tpath_stat(tm.fs, "/parked", &st) != 0)
-        snprintf(why, whysz, "mode %s: the parked create's name is missing", m);
+    if (why[0] == '\0' && tpath_stat(tm.fs, pair == PAIR_FSYNC ? "/parked" : "/second",
+                                      &st) != 0)
+        snprintf(why, whysz, "mode %s: a created name is missing", m);
+    if (pair == PAIR_CREDITS) {
+        uint8_t *got = malloc(BIG_WRITE);
+        assert_non_null(got);
+        if (why[0] == '\0' && (tpath_read(tm.fs, "/big", got, BIG_WRITE, 0) != BIG_WRITE ||
+                               memcmp(got, P.buf, BIG_WRITE) != 0))
+            snprintf(why, whysz, "mode %s: the big write does not read back", m);
+        free(got);
+        free(P.buf);
+        P.buf = NULL;
+    }
     tm_done(&tm, m);
+}
+
+/* park_all -- pair `pair` in every mode; fails with the first message. */
+static void park_all(enum pair pair)
+{
+    char why[256], first[256] = "";
+    for (size_t i = 0; i < NMODES; i++) {
+        phase_mode = (sig_atomic_t)i;
+        park_one(modes[i], pair, why, sizeof why);
+        if (why[0] != '\0') {
+            fprintf(stderr, "%s\n", why);
+            if (first[0] == '\0')
+                snprintf(first, sizeof first, "%s", why);
+        }
+    }
+    if (first[0] != '\0')
+        fail_msg("%s", first);
 }
 
 /* test_fsync_waits_for_parked_handle -- every mode (see the top). */
@@ -248,21 +325,16 @@ static void test_fsync_waits_for_parked_handle(void **state)
 {
     (void)state;
     const char *brk = getenv("UBJ_TEST_BREAK");
-    bool broken = brk != NULL && strcmp(brk, "handle-no-wait") == 0;
-    ubj_handle_test_break(broken);
-    char why[256], first[256] = "";
-    for (size_t i = 0; i < NMODES; i++) {
-        phase_mode = (sig_atomic_t)i;
-        park_one(modes[i], why, sizeof why);
-        if (why[0] != '\0') {
-            fprintf(stderr, "%s\n", why);
-            if (first[0] == '\0')
-                snprintf(first, sizeof first, "%s", why);
-        }
-    }
+    ubj_handle_test_break(brk != NULL && strcmp(brk, "handle-no-wait") == 0);
+    park_all(PAIR_FSYNC);
     ubj_handle_test_break(false);
-    if (first[0] != '\0')
-        fail_msg("%s", first);
+}
+
+/* test_start_waits_for_credits -- every mode (see the top). */
+static void test_start_waits_for_credits(void **state)
+{
+    (void)state;
+    park_all(PAIR_CREDITS);
 }
 
 /* ---- the stress test ----------------------------------------------------------------- */
@@ -383,6 +455,7 @@ int main(void)
         cmocka_set_test_filter(only);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fsync_waits_for_parked_handle),
+        cmocka_unit_test(test_start_waits_for_credits),
         cmocka_unit_test(test_stress_small_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
