@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "crash/crash.h"
+#include "txn/handle.h"   /* ubj_handle_test_break */
 #include "txn/journal.h"
 #include "txn/ubj.h"
 #include "ubjfs/mode.h"
@@ -110,19 +111,22 @@ struct ex {
 
 static enum ubjm_break ex_ubj_break;
 static enum ubj_jbreak ex_j_break;
+static bool ex_h_break;   /* handle-no-wait: the commit barrier does not wait */
 
 static const struct {
     const char *name;
     enum ubjm_break ub;
     enum ubj_jbreak jb;
+    bool hb;
 } ex_breaks[] = {
-    { "none", UBJM_BREAK_NONE, UBJ_JBREAK_NONE },
-    { "ubj-data-flush", UBJM_BREAK_DATA_FLUSH, UBJ_JBREAK_NONE },
-    { "ubj-commit-persist", UBJM_BREAK_COMMIT_PERSIST, UBJ_JBREAK_NONE },
-    { "ubj-early-free", UBJM_BREAK_EARLY_FREE, UBJ_JBREAK_NONE },
-    { "ubj-ckpt-flush", UBJM_BREAK_CKPT_FLUSH, UBJ_JBREAK_NONE },
-    { "journal-commit-flush", UBJM_BREAK_NONE, UBJ_JBREAK_COMMIT_FLUSH },
-    { "journal-ckpt-flush", UBJM_BREAK_NONE, UBJ_JBREAK_CKPT_FLUSH },
+    { "none", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, false },
+    { "ubj-data-flush", UBJM_BREAK_DATA_FLUSH, UBJ_JBREAK_NONE, false },
+    { "ubj-commit-persist", UBJM_BREAK_COMMIT_PERSIST, UBJ_JBREAK_NONE, false },
+    { "ubj-early-free", UBJM_BREAK_EARLY_FREE, UBJ_JBREAK_NONE, false },
+    { "ubj-ckpt-flush", UBJM_BREAK_CKPT_FLUSH, UBJ_JBREAK_NONE, false },
+    { "journal-commit-flush", UBJM_BREAK_NONE, UBJ_JBREAK_COMMIT_FLUSH, false },
+    { "journal-ckpt-flush", UBJM_BREAK_NONE, UBJ_JBREAK_CKPT_FLUSH, false },
+    { "handle-no-wait", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, true },
 };
 
 /* cx_set_break -- select a broken variant for the recorded runs. */
@@ -132,6 +136,7 @@ int cx_set_break(const char *name)
         if (strcmp(name, ex_breaks[i].name) == 0) {
             ex_ubj_break = ex_breaks[i].ub;
             ex_j_break = ex_breaks[i].jb;
+            ex_h_break = ex_breaks[i].hb;
             return 0;
         }
     return ubj_set_error(-EINVAL, "unknown broken variant '%s' (%s)", name,
@@ -142,7 +147,8 @@ int cx_set_break(const char *name)
 const char *cx_break_get(void)
 {
     for (size_t i = 0; i < sizeof ex_breaks / sizeof ex_breaks[0]; i++)
-        if (ex_breaks[i].ub == ex_ubj_break && ex_breaks[i].jb == ex_j_break)
+        if (ex_breaks[i].ub == ex_ubj_break && ex_breaks[i].jb == ex_j_break &&
+            ex_breaks[i].hb == ex_h_break)
             return ex_breaks[i].name;
     return "none";
 }
@@ -151,7 +157,7 @@ const char *cx_break_get(void)
 const char *cx_break_names(void)
 {
     return "none ubj-data-flush ubj-commit-persist ubj-early-free ubj-ckpt-flush "
-           "journal-commit-flush journal-ckpt-flush";
+           "journal-commit-flush journal-ckpt-flush handle-no-wait";
 }
 
 /* ex_breaking -- switch the selected variant on (1) or everything off (0). */
@@ -159,6 +165,7 @@ static void ex_breaking(int on)
 {
     ubjm_test_break(on ? ex_ubj_break : UBJM_BREAK_NONE);
     ubj_journal_test_break(on ? ex_j_break : UBJ_JBREAK_NONE);
+    ubj_handle_test_break(on && ex_h_break);
 }
 #else   /* a plain build: no broken variant to switch */
 #define ex_breaking(on) ((void)0)

@@ -16,9 +16,9 @@
  *
  *   RUNNING     handles join it (jnl_start .. jnl_stop); buffers it dirties
  *               are listed (jnl_dirty), journaled ones PINNED
- *   LOCKED      no handle open (depth 0: the mount lock is held and every
- *               file-system operation runs under it, so a commit happens
- *               only between operations) -- jnl_commit_locked begins
+ *   LOCKED      the handle layer's barrier: new handles wait, the commit
+ *               waits until the open ones stopped (src/txn/handle.c:
+ *               ubj_txn_lock_updates) -- jnl_commit_locked begins
  *   COMMITTING  (ordered) data home; revoke, descriptor and data copies
  *               written to the log; flush; commit block; flush
  *               -- jnl_commit_locked, phases 1-3
@@ -60,7 +60,16 @@
  *     mode, never written home before the commit: until then it belongs
  *     to its old owner in the committed state (ext4 gets the same by not
  *     reusing such blocks; our allocator reuses them at once).
- *  J7 commit runs at depth 0 only; the mount lock serialises everything.
+ *  J7 commit runs with no handle open: every commit takes the handle
+ *     layer's barrier (jnl_commit_locked: ubj_txn_lock_updates waits for
+ *     the open handles) and checks it inside (ubj_txn_assert_quiet:
+ *     aborts in every build); reclaim and a checkpoint commit only at a
+ *     safe point (ubj_txn_safe_point), never waiting.  Open handles
+ *     reserve credits against half the cache and half the log
+ *     (ubj_handles_set_capacity at mount), and a start commits or
+ *     checkpoints for its credits plus the open handles' (jnl_make_room).
+ *     The mount lock guards the state; the handle layer releases it only
+ *     while it waits.
  */
 #include <assert.h>
 #include <errno.h>
@@ -102,8 +111,6 @@ struct jnl_entry {
 
 /* Per-mount state [the mount lock]. */
 struct jnl_state {
-    struct ubj_handle h;     /* the one handle, embedded (as mode none) */
-    uint32_t depth;          /* started and not stopped */
     enum jnl_flavour fl;
     bool rdonly, async;
     bool js_clean;           /* J4: the superblock on disk says start 0 */
@@ -120,8 +127,6 @@ struct jnl_state {
     /* the running transaction */
     struct jnl_entry *run;
     uint32_t nrun, caprun;
-    uint64_t h_limit;        /* nrun the open handle may reach: the room
-                                jnl_make_room secured for its credits */
     uint64_t *listed_tid;    /* [nbufs] txid the buffer was listed in */
     uint64_t *listed_blk;    /* [nbufs] for which block */
     struct ubj_jmap revokes; /* blocks to revoke at commit */
@@ -648,13 +653,14 @@ static int jnl_commit_log(struct ubj_txn *t, uint64_t T, uint32_t n,
     return rc;
 }
 
-/* jnl_commit_locked -- commit the running transaction (J7): phase 1
- * (ordered) data home, phases 2-3 in jnl_commit_log, phase 4 bookkeeping.
- * `wait`: fsync/sync/unmount (writeback mode writes its data first). */
-static int jnl_commit_locked(struct ubj_txn *t, bool wait)
+/* jnl_commit_quiet -- commit the running transaction, inside the barrier
+ * (J7): phase 1 (ordered) data home, phases 2-3 in jnl_commit_log, phase
+ * 4 bookkeeping.  `wait`: fsync/sync/unmount (writeback mode writes its
+ * data first). */
+static int jnl_commit_quiet(struct ubj_txn *t, bool wait)
 {
     struct jnl_state *s = jnl_of(t);
-    assert(s->depth == 0);
+    ubj_txn_assert_quiet(t, "journal commit");   /* J7: every build */
     if (s->error)
         return ubj_set_error(s->error, "journal: aborted after an error (%s); "
                              "no more commits", strerror(-s->error));
@@ -688,6 +694,16 @@ static int jnl_commit_locked(struct ubj_txn *t, bool wait)
               data ? ", data first" : "");
     rc = jnl_committed(t, T, start, w.pos, n);   /* phase 4 */
     assert(rc < 0 || jnl_invariants(t));
+    return rc;
+}
+
+/* jnl_commit_locked -- take the barrier (wait for the open handles to
+ * stop: LOCKED, then COMMITTING), commit, lift it (J7). */
+static int jnl_commit_locked(struct ubj_txn *t, bool wait)
+{
+    ubj_txn_lock_updates(t);
+    int rc = jnl_commit_quiet(t, wait);
+    ubj_txn_unlock_updates(t);
     return rc;
 }
 
@@ -777,7 +793,7 @@ static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit)
     if (s->error)
         return ubj_set_error(s->error, "journal: aborted after an error");
     int rc = 0;
-    if (may_commit && s->depth == 0 && !jnl_running_empty(s) &&
+    if (may_commit && ubj_txn_safe_point(t) && !jnl_running_empty(s) &&
         (rc = jnl_commit_locked(t, false)) < 0)
         return rc;
     uint32_t nw;
@@ -980,7 +996,6 @@ static int jnl_mount(struct ubj_txn *t, enum jnl_flavour fl)
     struct jnl_state *s = jnl_state_new(ubj_cache_nbufs(t->cache));
     if (s == NULL)
         return ubj_set_error(-ENOMEM, "mode %s: out of memory", jnl_names[fl]);
-    s->h.t = t;
     s->fl = fl;
     s->g = g;
     s->rdonly = t->arg == &jnl_rdonly_token;
@@ -988,6 +1003,8 @@ static int jnl_mount(struct ubj_txn *t, enum jnl_flavour fl)
     s->head = UBJ_JOURNAL_FIRST;
     t->priv = s;
     ubj_cache_set_hooks(t->cache, &jnl_hooks, t);
+    uint64_t cap = s->nbufs / 2 < s->loglen / 2 ? s->nbufs / 2 : s->loglen / 2;
+    ubj_handles_set_capacity(t, cap);   /* J7: what open handles reserve */
     rc = ubj_jsuper_read(&s->g, s->js);
     if (rc == 0)
         rc = jnl_recover(t);
@@ -1026,7 +1043,6 @@ static int jnl_unmount(struct ubj_txn *t)
     struct jnl_state *s = jnl_of(t);
     if (s == NULL)
         return 0;
-    assert(s->depth == 0);
     int rc = 0;
     if (!s->rdonly) {
         rc = jnl_commit_locked(t, true);
@@ -1045,15 +1061,19 @@ static int jnl_unmount(struct ubj_txn *t)
 
 /* ---- handles ------------------------------------------------------------------ */
 
-/* jnl_make_room -- at a handle boundary: commit the running transaction
- * once it reached its limit (jbd2 commits when t_outstanding_credits
- * would pass j_max_transaction_buffers; we count what was really
- * journaled, since the file system's credits over-reserve); checkpoint
- * when the log could not take the transaction grown by this handle, or
- * committed buffers crowd the cache. */
-static int jnl_make_room(struct ubj_txn *t, uint32_t credits)
+/* jnl_make_room -- before handle h opens: commit the running
+ * transaction once it reached its limit (jbd2 commits when
+ * t_outstanding_credits would pass j_max_transaction_buffers; we count
+ * what was really journaled, since the file system's credits
+ * over-reserve; the commit waits for the handles open beside h);
+ * checkpoint when the log could not take the transaction grown by h and
+ * the open handles, or committed buffers crowd the cache.  h->priv: the
+ * nrun h may reach (the log room secured for its credits). */
+static int jnl_make_room(struct ubj_handle *h)
 {
+    struct ubj_txn *t = h->t;
     struct jnl_state *s = jnl_of(t);
+    uint32_t credits = h->credits;
     if (s->rdonly)
         return 0;
     int rc = 0;
@@ -1061,31 +1081,23 @@ static int jnl_make_room(struct ubj_txn *t, uint32_t credits)
      * them (J6: journaled while their free is uncommitted) stays rare */
     if (s->nrun >= s->max_txn || s->freed.n >= s->max_txn)
         rc = jnl_commit_locked(t, false);
-    if (rc == 0 && (jnl_log_free(s) < jnl_reserve(s, credits) ||
+    uint64_t open = ubj_txn_outstanding(t);
+    uint32_t all = open + credits > UINT32_MAX ? UINT32_MAX : (uint32_t)(open + credits);
+    if (rc == 0 && (jnl_log_free(s) < jnl_reserve(s, all) ||
                     s->nowned > s->nbufs / 2))
         rc = jnl_checkpoint_locked(t, true);
-    s->h_limit = s->nrun + (credits < s->loglen / 2 ? credits : s->loglen / 2);
+    h->priv = s->nrun + (credits < s->loglen / 2 ? credits : s->loglen / 2);
     return rc;
 }
 
-/* jnl_start -- the embedded handle; at a boundary, make room first. */
-static int jnl_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h)
+/* jnl_start -- before h opens: refuse an aborted journal, make room. */
+static int jnl_start(struct ubj_handle *h)
 {
-    struct jnl_state *s = jnl_of(t);
-    if (s->depth == 0) {
-        if (s->error)
-            return ubj_set_error(-EROFS, "journal: aborted after an error (%s): "
-                                 "read-only", strerror(-s->error));
-        int rc = jnl_make_room(t, credits);
-        if (rc < 0)
-            return rc;
-        s->h.credits = 0;
-        s->h.used = 0;
-    }
-    s->depth++;
-    s->h.credits += credits;
-    *h = &s->h;
-    return 0;
+    struct jnl_state *s = jnl_of(h->t);
+    if (s->error)
+        return ubj_set_error(-EROFS, "journal: aborted after an error (%s): "
+                             "read-only", strerror(-s->error));
+    return jnl_make_room(h);
 }
 
 /* jnl_write_access -- commits are synchronous under the mount lock, so no
@@ -1135,13 +1147,13 @@ static void jnl_list_data(struct jnl_state *s, const struct ubj_buf *b, uint64_t
 }
 
 /* jnl_journals -- whether a change of b (kind) goes through the log. */
-static bool jnl_journals(const struct jnl_state *s, const struct ubj_buf *b,
-                         enum ubj_buf_kind kind)
+static bool jnl_journals(const struct jnl_state *s, const struct ubj_handle *h,
+                         const struct ubj_buf *b, enum ubj_buf_kind kind)
 {
     if (kind == UBJ_KIND_META || (b->flags & UBJ_BUF_PINNED))
         return true;     /* metadata, or a copy already in the log path */
     if (s->fl == JNL_JOURNAL && s->nrun < s->nbufs / 2 &&
-        s->nrun + 1 + JNL_DATA_MARGIN <= s->h_limit)
+        s->nrun + 1 + JNL_DATA_MARGIN <= h->priv)
         return true;     /* data=journal, within the room the handle got
                             (an operation too big for the log: ordered) */
     /* J6: a block freed by this (uncommitted) transaction may still hold
@@ -1155,7 +1167,7 @@ static int jnl_dirty(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind 
 {
     struct ubj_txn *t = h->t;
     struct jnl_state *s = jnl_of(t);
-    bool journaled = jnl_journals(s, b, kind);
+    bool journaled = jnl_journals(s, h, b, kind);
     ubj_cache_mark_dirty(t->cache, b, kind, t->txid);
     h->used++;
     if (b->d->state != UBJ_BUF_DIRTY)
@@ -1202,12 +1214,10 @@ static int jnl_forget(struct ubj_handle *h, uint64_t blkno)
     return rc < 0 ? ubj_set_error(-ENOMEM, "journal: out of memory") : 0;
 }
 
-/* jnl_stop -- end (one level of) the handle. */
+/* jnl_stop -- nothing to finish: the handle layer uncounts h. */
 static int jnl_stop(struct ubj_handle *h)
 {
-    struct jnl_state *s = jnl_of(h->t);
-    assert(h == &s->h && s->depth > 0);
-    s->depth--;
+    (void)h;
     return 0;
 }
 
@@ -1256,13 +1266,14 @@ static int jnl_reclaim(void *ctx)
                              "and cannot be written home", s->nbufs);
     bool progress = false;
     int rc = 0;
-    if (s->depth == 0 && !jnl_running_empty(s)) {
+    bool safe = ubj_txn_safe_point(t);   /* a commit here never waits */
+    if (safe && !jnl_running_empty(s)) {
         rc = jnl_commit_locked(t, false);
         progress = rc == 0;
     }
     uint64_t home = t->stats.bytes_checkpoint;
     if (rc == 0)
-        rc = jnl_checkpoint_locked(t, s->depth == 0);
+        rc = jnl_checkpoint_locked(t, safe);
     if (rc < 0)
         return rc;
     if (!progress && t->stats.bytes_checkpoint == home)

@@ -22,8 +22,12 @@
  * ordered, journal, writeback.
  *
  * Locking: the file system calls every function here with its mount lock
- * held, so a mode sees one operation at a time; a mode's own background
- * work (none: the write-back timer) takes the mount lock too.  The cache
+ * held; a mode's own background work (none: the write-back timer) takes
+ * the mount lock too.  Operations may overlap all the same: the handle
+ * layer (src/txn/handle.h) waits on the mount lock (releasing it), and an
+ * operation may release it inside its handle (a test's parked operation;
+ * later, device reads); the handle layer's barrier makes every commit
+ * wait for the open handles, so a mode still never commits half of one.  The cache
  * hooks a mode registers are different: the cache calls them from
  * whichever thread writes or needs room, maybe without the mount lock
  * (src/cache/cache.h): they never take it.
@@ -35,6 +39,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "cache/cache.h"
+#include "txn/handle.h"
 #include "ubjfs/ubjfs.h"
 
 struct ubj_txn;      /* per-mount mode state */
@@ -248,8 +253,9 @@ struct ubj_mode_record {
 
 /* 2: `reclaim` left the table -- a mode registers it with the cache, beside
  * its write hooks (ubj_cache_set_hooks in its mount; "Cache write hooks"
- * below) */
-#define UBJ_MODE_OPS_VERSION 2u
+ * below).  3: the handle layer (src/txn/handle.c) owns the handles: start
+ * gets the handle about to open, stop only the last level of one */
+#define UBJ_MODE_OPS_VERSION 3u
 
 struct ubj_mode_ops {
     uint32_t version;     /* UBJ_MODE_OPS_VERSION */
@@ -261,15 +267,20 @@ struct ubj_mode_ops {
     int (*mount)(struct ubj_txn *t);
     /* unmount: final commit, write everything home, flush.  0 or -EIO. */
     int (*unmount)(struct ubj_txn *t);
-    /* start a handle that will dirty at most `credits` blocks. */
-    int (*start)(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h);
+    /* start: handle h (h->t, h->credits set) is about to open, the first
+     * level of an operation of the calling thread; no handle of that
+     * thread is open, so this is where a mode's policy may commit
+     * (through the barrier, ubj_txn_lock_updates: it waits for other
+     * threads' handles) and checkpoint.  0, or -errno: h does not open. */
+    int (*start)(struct ubj_handle *h);
     /* the caller is about to modify *b; may substitute another buffer. */
     int (*write_access)(struct ubj_handle *h, struct ubj_buf **b);
     /* the caller modified b (kind: data or metadata). */
     int (*dirty)(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind kind);
     /* block `blkno` was freed within h (revoke). */
     int (*forget)(struct ubj_handle *h, uint64_t blkno);
-    /* end the handle; returns 0 or an error the operation must report. */
+    /* end the handle (its last level; the layer then uncounts it);
+     * returns 0 or an error the operation must report. */
     int (*stop)(struct ubj_handle *h);
     /* commit (UBJ_COMMIT_* flags). */
     int (*commit)(struct ubj_txn *t, unsigned flags);
@@ -363,9 +374,11 @@ struct ubj_txn {
                                      UBJ_CHECK_EVENTS=1), or NULL */
     pthread_mutex_t *lock;        /* the mount lock, held around every call
                                      here; a mode's tick may release it
-                                     around device I/O (UBJ's checkpoint).
+                                     around device I/O (UBJ's checkpoint),
+                                     the handle layer while it waits.
                                      Set before ubj_txn_mount (kept by it);
                                      NULL: never released */
+    struct ubj_handles hs;        /* the handle layer (src/txn/handle.c) */
 };
 
 /* ubj_mode_find -- the mode named `name`, or NULL. */
@@ -466,13 +479,6 @@ int ubj_txn_reclaim(struct ubj_txn *t);
  * contracts above): to the checker (test builds, UBJ_CHECK_EVENTS=1),
  * then to the mode's event op if it has one.  0 or -errno. */
 int ubj_txn_event(struct ubj_handle *h, const struct ubj_event *ev);
-
-/* The handle every mode's handles start with. */
-struct ubj_handle {
-    struct ubj_txn *t;
-    uint32_t credits;
-    uint32_t used;
-};
 
 extern const struct ubj_mode_ops ubj_mode_none;
 extern const struct ubj_mode_ops ubj_mode_ubj;

@@ -13,25 +13,29 @@
  *  - Unmount writes everything home and flushes.
  *
  * What each operation does:
- *   start         hand out the handle embedded in the per-mount state
- *                 (the file system runs one operation at a time per mount,
- *                 under its mount lock); nested starts share it, as in
- *                 jbd2, counted by `depth`
+ *   start         nothing (the handle layer, src/txn/handle.c, allocates
+ *                 and counts handles; nested starts share one, as in jbd2)
  *   write_access  nothing: buffers are modified in place
  *   dirty         ubj_cache_mark_dirty(kind, t->txid)
  *   forget        ubj_cache_forget: a freed block's dirty copy is dropped
  *   stop          0
- *   commit        ubj_cache_writeback(UBJ_WB_FLUSH); counts a commit and a
- *                 device flush; the next transaction id
+ *   commit        inside the commit barrier (ubj_txn_lock_updates: waits
+ *                 for the open handles): ubj_cache_writeback(UBJ_WB_FLUSH);
+ *                 counts a commit and a device flush; the next
+ *                 transaction id
  *   tick          ubj_cache_writeback without a flush
  *   unmount       a commit, then frees the per-mount state
  * Cache hooks (registered at mount): reclaim only -- ubj_cache_writeback
  * without a flush; no write hooks, so every dirty buffer is written as it
  * is whenever the cache writes it.
  *
- * Invariants: t->priv is a struct none_state from mount to unmount;
- * state->depth is the number of started, not yet stopped, handles (0 or,
- * when nested, more) and state->h.t == t.
+ * Invariants: t->priv is a struct none_state from mount to unmount.
+ *  N1 A commit runs with no handle open, inside the barrier
+ *     (ubj_txn_assert_quiet: aborts in every build): what fsync returns
+ *     for is whole operations only (the cache's own write-back, reclaim
+ *     and tick, may still write half of one: no crash guarantee).
+ *  Credits: the handle layer's default capacity (the cache's buffers);
+ *  mode none pins nothing, so reclaim can always write buffers home.
  */
 #include <assert.h>
 #include <errno.h>
@@ -41,17 +45,10 @@
 /* from src/util/errormsg.c */
 int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Per-mount state of mode none. */
+/* Per-mount state of mode none (nothing yet: handles are the layer's). */
 struct none_state {
-    struct ubj_handle h;   /* the one handle, embedded */
-    uint32_t depth;        /* started and not stopped */
+    int unused;
 };
-
-/* none_of -- the per-mount state of t. */
-static inline struct none_state *none_of(struct ubj_txn *t)
-{
-    return t->priv;
-}
 
 /* none_reclaim -- the cache's reclaim hook: make buffers reusable by
  * writing the dirty ones home. */
@@ -70,20 +67,23 @@ static int none_mount(struct ubj_txn *t)
     struct none_state *s = calloc(1, sizeof *s);
     if (s == NULL)
         return ubj_set_error(-ENOMEM, "mode none: out of memory");
-    s->h.t = t;
     t->priv = s;
     ubj_cache_set_hooks(t->cache, &none_hooks, t);
     return 0;
 }
 
-/* none_commit -- write every dirty buffer home and flush the device. */
+/* none_commit -- write every dirty buffer home and flush the device,
+ * inside the barrier (N1). */
 static int none_commit(struct ubj_txn *t, unsigned flags)
 {
     (void)flags;   /* durable either way: there is nothing cheaper to do */
+    ubj_txn_lock_updates(t);
+    ubj_txn_assert_quiet(t, "none commit");   /* N1 */
     int rc = ubj_cache_writeback(t->cache, UBJ_WB_FLUSH);
     t->stats.commits++;
     t->stats.dev_flushes++;
     t->txid++;
+    ubj_txn_unlock_updates(t);
     return rc;
 }
 
@@ -91,22 +91,15 @@ static int none_commit(struct ubj_txn *t, unsigned flags)
 static int none_unmount(struct ubj_txn *t)
 {
     int rc = none_commit(t, UBJ_COMMIT_WAIT);
-    assert(none_of(t)->depth == 0);
     free(t->priv);
     t->priv = NULL;
     return rc;
 }
 
-/* none_start -- the embedded handle, credits added up when nested. */
-static int none_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h)
+/* none_start -- nothing to prepare: the handle layer counts h. */
+static int none_start(struct ubj_handle *h)
 {
-    struct none_state *s = none_of(t);
-    if (s->depth++ == 0) {
-        s->h.credits = 0;
-        s->h.used = 0;
-    }
-    s->h.credits += credits;
-    *h = &s->h;
+    (void)h;
     return 0;
 }
 
@@ -134,12 +127,10 @@ static int none_forget(struct ubj_handle *h, uint64_t blkno)
     return 0;
 }
 
-/* none_stop -- end (one level of) the handle. */
+/* none_stop -- nothing to finish. */
 static int none_stop(struct ubj_handle *h)
 {
-    struct none_state *s = none_of(h->t);
-    assert(h == &s->h && s->depth > 0);
-    s->depth--;
+    (void)h;
     return 0;
 }
 

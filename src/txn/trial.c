@@ -47,6 +47,10 @@
  * lock]: the last removal, the nodes made, the blocks' contents at
  * write_access brought up to date by each event (an update's undo value
  * is what its block held just before it).
+ *  T-H Those per-handle records are the mount's, so at most one handle is
+ *      open at a time: the mount sets the handle layer's capacity to one
+ *      credit (src/txn/handle.c, H2: a second handle waits until the
+ *      first stops).  Commits run inside the barrier (none's N1).
  *
  * Owns: ubj_mode_trial.
  */
@@ -105,8 +109,7 @@ struct trial_state {
     uint32_t ndep, capdep;
     uint64_t seq;                /* [lock] dependents made */
     uint8_t dev[TRIAL_BS];       /* [lock] write_begin's read of the device */
-    /* the running handle [the mount lock] */
-    uint32_t depth;
+    /* the open handle (one at a time: T-H) [the mount lock] */
     uint32_t last_remove;        /* provider, or TRIAL_NONE */
     uint64_t made[16];           /* nodes NODE_INIT made */
     uint32_t nmade;
@@ -495,15 +498,19 @@ static int trial_mount(struct ubj_txn *t)
     if (rc == 0 && s != NULL) {
         s->t = t;
         ubj_cache_set_hooks(t->cache, &trial_hooks, s);
+        ubj_handles_set_capacity(t, 1);   /* T-H: handles one at a time */
     }
     return rc;
 }
 
-/* trial_commit -- with the hooks: everything home first, then none's. */
+/* trial_commit -- with the hooks: everything home first, then none's;
+ * all inside the barrier (none's commit nests in it). */
 static int trial_commit(struct ubj_txn *t, unsigned flags)
 {
+    ubj_txn_lock_updates(t);
     int rc = trial_of(t) != NULL ? trial_flush_all(t) : 0;
     int crc = ubj_mode_none.commit(t, flags);
+    ubj_txn_unlock_updates(t);
     return rc < 0 ? rc : crc;
 }
 
@@ -515,16 +522,17 @@ static int trial_unmount(struct ubj_txn *t)
     return rc < 0 ? rc : urc;
 }
 
-/* trial_start -- none's start; a new outermost handle forgets the last. */
-static int trial_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h)
+/* trial_start -- none's start; a new handle forgets the last one's
+ * records (T-H: one handle open at a time). */
+static int trial_start(struct ubj_handle *h)
 {
-    struct trial_state *s = trial_of(t);
-    if (s != NULL && s->depth++ == 0) {
+    struct trial_state *s = trial_of(h->t);
+    if (s != NULL) {
         s->last_remove = TRIAL_NONE;
         s->nmade = 0;
         s->ncopy = 0;
     }
-    return ubj_mode_none.start(t, credits, h);
+    return ubj_mode_none.start(h);
 }
 
 /* trial_write_access -- none's; with the hooks, keep the block's bytes
@@ -576,9 +584,6 @@ static int trial_forget(struct ubj_handle *h, uint64_t blkno)
 /* trial_stop -- none's stop. */
 static int trial_stop(struct ubj_handle *h)
 {
-    struct trial_state *s = trial_of(h->t);
-    if (s != NULL)
-        s->depth--;
     return ubj_mode_none.stop(h);
 }
 

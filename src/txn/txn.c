@@ -20,7 +20,9 @@
  *    version is UBJ_MODE_OPS_VERSION, and t->cache/t->dev are set; every
  *    other function requires that.
  *  - A handle always points back to its mount (h->t) and is used between
- *    one start and its stop only.
+ *    one start and its stop only; the handle layer (src/txn/handle.c)
+ *    owns it and its counting: start and stop go through it, and it
+ *    calls the mode's start and stop (the first and the last level).
  *  - The arguments asserted here come from the file system, never from
  *    user input: a failing assert is a bug in the caller.
  */
@@ -193,12 +195,15 @@ int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
                              ops->name, ops->version, UBJ_MODE_OPS_VERSION);
     *t = (struct ubj_txn){ .ops = ops, .cache = c, .dev = dev, .txid = 1,
                            .arg = t->arg, .img = t->img, .lock = t->lock };
+    ubj_handles_init(t, ubj_cache_nbufs(c));   /* the mode may lower it */
     int rc = ops->mount(t);
     TXN_TRACE(t, "mount", 0, rc);
-    if (rc == 0)
+    if (rc == 0) {
         t->check = ubj_evcheck_open();
-    else
+    } else {
         ubj_cache_set_hooks(c, NULL, NULL);   /* what the mode registered */
+        ubj_handles_fini(t);
+    }
     return rc;
 }
 
@@ -206,19 +211,23 @@ int ubj_txn_mount(struct ubj_txn *t, const struct ubj_mode_ops *ops,
 int ubj_txn_unmount(struct ubj_txn *t)
 {
     assert(t != NULL && t->ops != NULL);
+    if (ubj_txn_open_handles(t) != 0)   /* H3: aborts, every build */
+        ubj_handles_fini(t);
     int rc = t->ops->unmount(t);
     TXN_TRACE(t, "unmount", 0, rc);
     ubj_cache_set_hooks(t->cache, NULL, NULL);   /* the mode's state is gone */
+    ubj_handles_fini(t);
     ubj_evcheck_close(t->check);
     t->check = NULL;
     return rc;
 }
 
-/* ubj_txn_start -- open a handle for at most `credits` blocks. */
+/* ubj_txn_start -- open a handle for at most `credits` blocks (the
+ * handle layer: it may wait, src/txn/handle.c). */
 int ubj_txn_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h)
 {
     assert(t != NULL && t->ops != NULL && h != NULL);
-    int rc = t->ops->start(t, credits, h);
+    int rc = ubj_handle_start(t, credits, h);
     assert(rc < 0 || (*h != NULL && (*h)->t == t));
     TXN_TRACE(t, "start", credits, rc);
     return rc;
@@ -246,6 +255,9 @@ int ubj_txn_dirty(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind kin
     int rc = h->t->ops->dirty(h, b, kind);
     TXN_TRACE(h->t, kind == UBJ_KIND_META ? "dirty_meta" : "dirty_data",
               b->d->blkno, rc);
+#if UBJ_TEST_HOOKS
+    ubj_handle_test_point(h, b->d->blkno);   /* a test may park h here */
+#endif
     return rc;
 }
 
@@ -267,7 +279,7 @@ int ubj_txn_stop(struct ubj_handle *h)
     struct ubj_txn *t = h->t;
     if (t->check)
         ubj_evcheck_stop(t->check, h);
-    int rc = t->ops->stop(h);
+    int rc = ubj_handle_stop(h);
     TXN_TRACE(t, "stop", 0, rc);
     return rc;
 }

@@ -55,10 +55,21 @@
  *     superseded or freed it is durable (free_after <= committed).
  *  U4 DIRTY buffers are PINNED: the cache never writes them home (nothing
  *     uncommitted reaches the device); they belong to the running txn.
- *  U5 Commit runs only with no handle open (depth 0) and never in ERROR:
- *     a commit never cuts a file-system operation in half.  The mount lock serialises all of
- *     this and every access to the region; only the timer's checkpoint
- *     releases it, around writing home and flushing the device.
+ *  U5 Commit runs only with no handle open and never in ERROR: a commit
+ *     never cuts a file-system operation in half.  Every commit takes the
+ *     handle layer's barrier (ubjm_commit_locked: ubj_txn_lock_updates
+ *     waits for the open handles to stop) and checks it inside
+ *     (ubj_txn_assert_quiet, which aborts in every build); reclaim, called
+ *     from inside an operation, commits only at a safe point
+ *     (ubj_txn_safe_point), never waiting.  The mount lock guards all of
+ *     this and every access to the region; the timer's checkpoint releases
+ *     it around writing home and flushing the device, the handle layer
+ *     while it waits.
+ *  U6 Open handles reserve credits against half of the region's buffers
+ *     (ubj_handles_set_capacity at mount; a start waits for room), and a
+ *     start commits first when the running transaction plus every open
+ *     handle's credits would pass its limit: overlapping handles cannot
+ *     pin the region full of uncommitted buffers.
  *
  * Policy: fsync/fdatasync/sync commit at once (no device flush: the NVM
  * is the durability point); the timer commits every commit interval; a
@@ -98,8 +109,6 @@ struct ubjm_old {
 
 /* Per-mount state of mode ubj [the mount lock]. */
 struct ubjm_state {
-    struct ubj_handle h;     /* the one handle, embedded (as mode none) */
-    uint32_t depth;          /* started and not stopped */
     struct ubj_nvm *r;
     uint32_t nbufs;
     uint64_t committed;      /* == the region's commit record */
@@ -422,11 +431,12 @@ static int ubjm_commit_record(struct ubj_txn *t, uint64_t T)
     return ubj_nvm_persist(s->r, word, 8);
 }
 
-/* ubjm_commit_locked -- commit the running transaction in place (U5). */
-static int ubjm_commit_locked(struct ubj_txn *t)
+/* ubjm_commit_quiet -- commit the running transaction in place, inside
+ * the barrier (U5). */
+static int ubjm_commit_quiet(struct ubj_txn *t)
 {
     struct ubjm_state *s = ubjm_of(t);
-    assert(s->depth == 0);   /* U5: never inside a file-system operation */
+    ubj_txn_assert_quiet(t, "ubj commit");   /* U5: aborts in every build */
     if (s->error)
         return ubjm_refuse(s, s->error);
     if (s->ntxn == 0 && !s->revoked)
@@ -452,6 +462,16 @@ static int ubjm_commit_locked(struct ubj_txn *t)
     ubjm_sync_stats(t);
     ubjm_committed(T);
     return 0;
+}
+
+/* ubjm_commit_locked -- take the barrier (wait for the open handles to
+ * stop), commit, lift it. */
+static int ubjm_commit_locked(struct ubj_txn *t)
+{
+    ubj_txn_lock_updates(t);
+    int rc = ubjm_commit_quiet(t);
+    ubj_txn_unlock_updates(t);
+    return rc;
 }
 
 /* ---- checkpoint ----------------------------------------------------------- */
@@ -591,7 +611,7 @@ static int ubjm_checkpoint_locked(struct ubj_txn *t, uint32_t where)
         int rc = ubjm_free_olds(t);
         return rc < 0 ? rc : 0;
     }
-    ubjm_trace("checkpoint %u buffers (depth %u)", n, s->depth);
+    ubjm_trace("checkpoint %u buffers (open handles %u)", n, ubj_txn_open_handles(t));
     bool flush_failed;
     int rc = ubjm_ckpt_write(t, s->scratch, s->scratch_txid, n, &flush_failed);
     if (rc < 0)
@@ -614,7 +634,7 @@ static int ubjm_checkpoint_locked(struct ubj_txn *t, uint32_t where)
 static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
 {
     struct ubjm_state *s = ubjm_of(t);
-    if (t->lock == NULL || s->depth != 0)
+    if (t->lock == NULL || ubj_txn_open_handles(t) != 0)
         return ubjm_checkpoint_locked(t, UBJ_NVM_ERR_TIMER);
     if (s->error)
         return ubjm_refuse(s, s->error);
@@ -770,12 +790,14 @@ static int ubjm_mount(struct ubj_txn *t)
     struct ubjm_state *s = ubjm_state_new(n);
     if (s == NULL)
         return ubj_set_error(-ENOMEM, "mode ubj: out of memory");
-    s->h.t = t;
     s->r = r;
     s->rdonly = p->rdonly != 0;
     s->committed = ubj_nvm_committed(r);
     t->priv = s;
     ubj_cache_set_hooks(t->cache, &ubjm_hooks, t);
+    /* U6: open handles may reserve half of the region's buffers (the
+     * cache is the region), the rest for frozen and clean ones */
+    ubj_handles_set_capacity(t, n / 2);
     int rc = ubjm_recover(t);
     if (rc < 0) {
         ubjm_state_free(s);
@@ -796,7 +818,6 @@ static int ubjm_unmount(struct ubj_txn *t)
     struct ubjm_state *s = ubjm_of(t);
     if (s == NULL)
         return 0;
-    assert(s->depth == 0);
     int rc = 0;
     if (s->error) {
         uint64_t dirty, frozen;
@@ -820,42 +841,37 @@ static int ubjm_unmount(struct ubj_txn *t)
 
 /* ---- handles -------------------------------------------------------------- */
 
-/* ubjm_start -- the embedded handle; at a boundary (depth 0), commit first
- * if the running transaction would outgrow its limit, and checkpoint if
+/* ubjm_start -- before h opens: commit first if the running transaction
+ * would outgrow its limit with the credits of h and of the handles open
+ * beside it (the commit waits for those: the barrier), and checkpoint if
  * frozen buffers fill half the cache. */
-static int ubjm_start(struct ubj_txn *t, uint32_t credits, struct ubj_handle **h)
+static int ubjm_start(struct ubj_handle *h)
 {
+    struct ubj_txn *t = h->t;
     struct ubjm_state *s = ubjm_of(t);
-    if (s->depth == 0) {
-        if (s->error)
-            return ubjm_refuse(s, -EROFS);
-        uint64_t dirty, frozen;
-        ubjm_counts(t, &dirty, &frozen);
-        uint64_t want = credits < s->nbufs ? credits : s->nbufs;
-        /* (a test's frozen limit of the whole cache: no early checkpoint) */
-        bool cold = s->max_frozen < s->nbufs && ubjm_cold_pressure(t);
-        int rc = 0;
-        if (dirty > 0 && (dirty + want > s->max_dirty || cold))
-            rc = ubjm_commit_locked(t);
-        if (rc < 0)
-            return rc;
-        /* an early checkpoint makes room ahead of need; the caller does
-         * not wait for it, so on a timed device model its I/O is queued,
-         * not waited for (ubjfs/model.h).  Its device error turns the
-         * mount read-only like any checkpoint's: this operation has not
-         * started, and fails with it */
-        ubj_model_async_begin();
-        rc = ubjm_maybe_checkpoint(t, cold);
-        ubj_model_async_end();
-        if (rc < 0)
-            return rc;
-        s->h.credits = 0;
-        s->h.used = 0;
-    }
-    s->depth++;
-    s->h.credits += credits;
-    *h = &s->h;
-    return 0;
+    if (s->error)
+        return ubjm_refuse(s, -EROFS);
+    uint64_t dirty, frozen;
+    ubjm_counts(t, &dirty, &frozen);
+    uint64_t want = (uint64_t)h->credits + ubj_txn_outstanding(t);
+    if (want > s->nbufs)
+        want = s->nbufs;
+    /* (a test's frozen limit of the whole cache: no early checkpoint) */
+    bool cold = s->max_frozen < s->nbufs && ubjm_cold_pressure(t);
+    int rc = 0;
+    if (dirty > 0 && (dirty + want > s->max_dirty || cold))
+        rc = ubjm_commit_locked(t);
+    if (rc < 0)
+        return rc;
+    /* an early checkpoint makes room ahead of need; the caller does
+     * not wait for it, so on a timed device model its I/O is queued,
+     * not waited for (ubjfs/model.h).  Its device error turns the
+     * mount read-only like any checkpoint's: this operation has not
+     * started, and fails with it */
+    ubj_model_async_begin();
+    rc = ubjm_maybe_checkpoint(t, cold);
+    ubj_model_async_end();
+    return rc < 0 ? rc : 0;
 }
 
 /* ubjm_list -- put b in the running transaction's list (once). */
@@ -920,12 +936,10 @@ static int ubjm_forget(struct ubj_handle *h, uint64_t blkno)
     return 0;
 }
 
-/* ubjm_stop -- end (one level of) the handle. */
+/* ubjm_stop -- nothing to finish: the handle layer uncounts h. */
 static int ubjm_stop(struct ubj_handle *h)
 {
-    struct ubjm_state *s = ubjm_of(h->t);
-    assert(h == &s->h && s->depth > 0);
-    s->depth--;
+    (void)h;
     return 0;
 }
 
@@ -972,7 +986,7 @@ static int ubjm_reclaim(void *ctx)
         return rc > 0 ? 0 : ubjm_refuse(s, s->error);
     bool progress = rc > 0;
     ubjm_counts(t, &dirty, &frozen);
-    if (s->depth == 0 && dirty > 0) {
+    if (ubj_txn_safe_point(t) && dirty > 0) {   /* never waits here */
         rc = ubjm_commit_locked(t);
         if (rc < 0)
             return rc;
