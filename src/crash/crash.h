@@ -29,6 +29,7 @@
 #ifndef UBJ_CRASH_CRASH_H
 #define UBJ_CRASH_CRASH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -214,6 +215,9 @@ int cx_minimize(const struct cx_config *cfg, struct cx_workload *w,
 int cx_set_break(const char *name);
 /* cx_break_get -- the name of the selected variant ("none" if none). */
 const char *cx_break_get(void);
+/* cx_break_applies -- whether the selected variant changes what mode
+ * `name` does (test builds; false for an unknown mode). */
+bool cx_break_applies(const char *name);
 /* cx_break_names -- the names, space-separated. */
 const char *cx_break_names(void);
 #endif /* UBJ_TEST_HOOKS */

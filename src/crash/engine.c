@@ -153,6 +153,22 @@ const char *cx_break_get(void)
     return "none";
 }
 
+/* cx_break_applies -- whether the selected variant changes what mode
+ * `name` does: the ubj-* variants the mode with an NVM region, the
+ * journal-* ones the modes with a log, handle-no-wait (and none) every
+ * mode. */
+bool cx_break_applies(const char *name)
+{
+    const struct ubj_mode_info *m = ubj_mode_lookup(name);
+    if (m == NULL)
+        return false;
+    if (ex_ubj_break != UBJM_BREAK_NONE)
+        return m->needs == UBJ_MODE_NEEDS_NVM;
+    if (ex_j_break != UBJ_JBREAK_NONE)
+        return m->needs == UBJ_MODE_NEEDS_LOG;
+    return true;
+}
+
 /* cx_break_names -- every name cx_set_break takes. */
 const char *cx_break_names(void)
 {

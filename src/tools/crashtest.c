@@ -321,6 +321,16 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         for (size_t i = 0; i < n && i < CT_MAX_MODES; i++)
             o->modes[o->nmodes++] = d[i]->name;
     }
+#if UBJ_TEST_HOOKS
+    bool breaks = false;   /* a variant that breaks none of the modes run
+                              would only show them passing */
+    for (unsigned i = 0; i < o->nmodes; i++)
+        breaks = breaks || cx_break_applies(o->modes[i]);
+    if (!breaks)
+        return tools_usage_err("--break %s changes none of the modes run (--mode): "
+                               "the ubj-* variants break mode ubj, journal-* "
+                               "the modes with a log", cx_break_get());
+#endif
     o->depth = depth >= 0 ? (unsigned)depth : o->full ? 3 : 2;
     o->pairs = pairs >= 0 ? (uint64_t)pairs : o->full ? 300 : 6;
     o->triples = triples >= 0 ? (uint64_t)triples : o->full ? 60 : 0;

@@ -60,6 +60,12 @@ if test_hooks; then
     --workload "$wl/overwrite-cow.wl"
   run 1 "$UBJ_TOOL" crashtest --mode journal --break journal-commit-flush --out "$tmp/r" \
     --workload "$wl/overwrite-cow.wl"
+  # a variant that breaks none of the modes run is refused (before: those
+  # modes ran unbroken and "passed")
+  run 2 "$UBJ_TOOL" crashtest --mode ordered --break ubj-commit-persist --out "$tmp/r"
+  grep -q "changes none of the modes run" "$tmp/err" ||
+    fail "--break of another mode: $(cat "$tmp/err")"
+  run 2 "$UBJ_TOOL" crashtest --mode none --break journal-commit-flush --out "$tmp/r"
 else
   # a plain build has no broken variant: --break is an unknown option
   grep -q -- "--break" "$tmp/out" && fail "plain build: help names --break: $(cat "$tmp/out")"
