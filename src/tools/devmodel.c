@@ -188,6 +188,41 @@ static void dev_report_disk(FILE *f, const struct ubj_model_stats *s)
     dev_line(f, "destages", "%.0f", (double)s->destages);
 }
 
+/* tools_fs_report -- see tools.h. */
+void tools_fs_report(FILE *f, struct ubj_bdev *dev, const struct ubj_fs_stats *fst)
+{
+    if (dev != NULL && ubj_model_find(dev) == NULL) {   /* no model: the device */
+        struct ubj_bdev_stats b;
+        ubj_bdev_stats_get(dev, &b);
+        fprintf(f, "%-20s %s\n", "device", "image (no model)");
+        fprintf(f, "%-20s %s\n", "clock", "real");
+        dev_line(f, "reads", "%.0f", (double)b.reads);
+        dev_line(f, "writes", "%.0f", (double)b.writes);
+        dev_line(f, "flushes", "%.0f", (double)b.flushes);
+        dev_line(f, "bytes_read", "%.0f", (double)b.bytes_read);
+        dev_line(f, "bytes_written", "%.0f", (double)b.bytes_written);
+        dev_line(f, "errors", "%.0f", (double)b.errors);
+    }
+    if (fst == NULL)
+        return;
+    dev_line(f, "cache_hits", "%.0f", (double)fst->cache_hits);
+    dev_line(f, "cache_misses", "%.0f", (double)fst->cache_misses);
+    dev_line(f, "cache_evictions", "%.0f", (double)fst->cache_evictions);
+    dev_line(f, "writeback_blocks", "%.0f", (double)fst->writeback_blocks);
+    dev_line(f, "fs_bytes_data", "%.0f", (double)fst->bytes_data);
+    dev_line(f, "fs_bytes_metadata", "%.0f", (double)fst->bytes_metadata);
+    dev_line(f, "fs_bytes_journal", "%.0f", (double)fst->bytes_journal);
+    dev_line(f, "fs_bytes_checkpoint", "%.0f", (double)fst->bytes_checkpoint);
+    dev_line(f, "commits", "%.0f", (double)fst->commits);
+    dev_line(f, "checkpoints", "%.0f", (double)fst->checkpoints);
+    dev_line(f, "fs_dev_flushes", "%.0f", (double)fst->dev_flushes);
+    if (fst->nvm_persists > 0 || fst->nvm_bytes > 0) {   /* mode ubj */
+        dev_line(f, "nvm_bytes", "%.0f", (double)fst->nvm_bytes);
+        dev_line(f, "nvm_persists", "%.0f", (double)fst->nvm_persists);
+        dev_line(f, "cow_copies", "%.0f", (double)fst->cow_copies);
+    }
+}
+
 /* tools_dev_report -- the statistics of the model in `dev`'s stack as
  * "name value" lines; fst (may be NULL) adds the NVM cost model's.
  * 0, or -EINVAL when the stack has no model (nothing printed). */

@@ -32,10 +32,11 @@
  * --device SPEC puts timed model layers (include/ubjfs/model.h,
  * docs/DEVICES.md) over the image file, on a real clock: every request
  * blocks until the modeled device would have completed it, so programs
- * using the mount see the modeled device's speed.  The model's
- * statistics are written after the unmount, and whenever the daemon gets
- * SIGUSR1, to --stats FILE (replaced each time) or else to stderr (with
- * -f or --log) or syslog (detached).  SIGUSR1 is blocked in every thread and taken
+ * using the mount see the modeled device's speed.  The statistics (the
+ * model's, or without --device the image device's counters, then the file
+ * system's: tools_fs_report) are written after the unmount, and whenever
+ * the daemon gets SIGUSR1, to --stats FILE (replaced each time) or else
+ * -- with --device -- to stderr (with -f or --log) or syslog (detached).  SIGUSR1 is blocked in every thread and taken
  * by one thread with sigwait, so the report is not written from a signal
  * handler.
  */
@@ -110,9 +111,10 @@ static void mount_usage(void)
            "                         docs/DEVICES.md.  Requests take the modeled time.\n"
            "                         A request queue may go on top:\n"
            "                         queue:clook@hdd:modern7200 (fcfs, clook, sptf)\n"
-           "      --stats FILE       write the model's statistics to FILE at unmount\n"
-           "                         and on SIGUSR1 (default: stderr with -f, else\n"
-           "                         syslog)\n"
+           "      --stats FILE       write the statistics (the model's, or the image's\n"
+           "                         requests; the cache's, commits) to FILE at\n"
+           "                         unmount and on SIGUSR1 (with --device and no\n"
+           "                         --stats: stderr with -f or --log, else syslog)\n"
            "  -c, --cache-size SIZE  buffer cache size, bytes with K/M/G suffix\n"
            "                         (default 64M, at least 256K)\n"
            "  -i, --commit-interval MS  milliseconds between background commits\n"
@@ -433,8 +435,6 @@ static int mount_check_model(struct mount_args *a)
                                    tools_libmsg(rc));
         ubj_nvm_model_destroy(m);
     }
-    if (a->stats != NULL && a->device == NULL)
-        return tools_usage_err("--stats needs --device");
     if (a->stats != NULL &&
         (a->stats = mount_abs(a->stats, a->stats_abs, sizeof a->stats_abs)) == NULL)
         return TOOLS_EXIT_ERR;
@@ -491,7 +491,7 @@ struct mount_run {
     struct ubj_fs *fs;
     struct ubj_fuse *fuse;
     const struct mount_args *args;
-    pthread_t stats_thread;             /* takes SIGUSR1 (with --device) */
+    pthread_t stats_thread;             /* takes SIGUSR1 (--device, --stats) */
     int mark;                           /* "served" mark (imglock.c), or -1 */
     bool stats_running;
     volatile bool stats_stop;           /* [set before the wake-up signal] */
@@ -502,7 +502,11 @@ static void mount_report_to(FILE *f, const struct mount_run *m,
                             const struct ubj_fs_stats *fst, const char *when)
 {
     fprintf(f, "# ubjfs mount statistics (%s): %s\n", when, m->args->image_abs);
-    (void)tools_dev_report(f, m->dev, m->args->device, fst);
+    (void)tools_dev_report(f, m->dev, m->args->device, fst);   /* a model's */
+    if (strcmp(when, "unmount") == 0)   /* the fs is gone: read before */
+        fprintf(f, "# the file system's counters below: before the unmount's "
+                "final commit and write-back\n");
+    tools_fs_report(f, m->dev, fst);
     fflush(f);
 }
 
@@ -545,7 +549,7 @@ static void mount_report_syslog(const struct mount_run *m,
 static void mount_report(const struct mount_run *m, const struct ubj_fs_stats *fst,
                          const char *when)
 {
-    if (m->args->device == NULL || m->dev == NULL)
+    if ((m->args->device == NULL && m->args->stats == NULL) || m->dev == NULL)
         return;
     if (m->args->stats != NULL)
         mount_report_file(m, fst, when);
@@ -576,7 +580,7 @@ static void *mount_stats_main(void *arg)
 /* mount_stats_start -- start the SIGUSR1 thread (SIGUSR1 is blocked). */
 static void mount_stats_start(struct mount_run *m)
 {
-    if (m->args->device == NULL)
+    if (m->args->device == NULL && m->args->stats == NULL)
         return;
     if (pthread_create(&m->stats_thread, NULL, mount_stats_main, m) == 0)
         m->stats_running = true;

@@ -280,6 +280,15 @@ uint64_t tools_dev_now(struct ubj_bdev *dev);
 int tools_dev_report(FILE *f, struct ubj_bdev *dev, const char *spec,
                      const struct ubj_fs_stats *fst);
 
+/* tools_fs_report -- what a mount's --stats adds to (or, without a model
+ * in `dev`'s stack, gives instead of) tools_dev_report, as "name value"
+ * lines on f: without a model the device's own counters (reads, writes,
+ * flushes, bytes, errors: ubj_bdev_stats), then the file system's
+ * counters from fst (cache hits, misses, evictions, write-back, bytes by
+ * category, commits, checkpoints, flushes; NVM persists in mode ubj).
+ * Either argument may be NULL (its part is left out). */
+void tools_fs_report(FILE *f, struct ubj_bdev *dev, const struct ubj_fs_stats *fst);
+
 /* ---- benchmark options (bench_opts.c) ---------------------------------- */
 
 /* TOOLS_BENCH_OPTIONS -- the long options `ubjfs bench micro`, `ubj` and

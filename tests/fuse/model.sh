@@ -14,8 +14,11 @@
 #     (>= 2.8 ms by the profile), while the same run without the model on
 #     tmpfs takes a few ms (printed, not asserted); the report must count
 #     >= 50 writes and >= 50 flushes.
-#   Usage errors: a spec with a leaf, an unknown profile, --stats without
-#     --device, a bad --nvm-profile: exit 2, nothing mounted.
+#   --stats without --device (before: a usage error): the image device's
+#     own counters and the file system's (bytes_written >= the tree's
+#     bytes, cache_misses and commits counted), on SIGUSR1 and at unmount.
+#   Usage errors: a spec with a leaf, an unknown profile, a bad
+#     --nvm-profile: exit 2, nothing mounted.
 . "$(dirname "$0")/fuselib.bash"
 fl_need diff cp dd
 fl_init
@@ -55,7 +58,7 @@ tree_units=$(find "$src" -type f -printf '%s\n' | awk '{ s += int(($1 + 4095) / 
 "$UBJ" mkfs -q -s 16M "$T/u.img"
 mkdir -p "$T/u"
 for bad in "--device nand:slc@ram" "--device nand:slc@file:/x" "--device nand:nosuch" \
-           "--device disk:slc" "--stats $T/s" "--device nand:slc --nvm-profile nosuch"; do
+           "--device disk:slc" "--device nand:slc --nvm-profile nosuch"; do
   rc=0
   # shellcheck disable=SC2086  # the options split on purpose
   "$UBJ" mount $bad "$T/u.img" "$T/u" >"$T/err" 2>&1 || rc=$?
@@ -63,6 +66,31 @@ for bad in "--device nand:slc@ram" "--device nand:slc@file:/x" "--device nand:no
   mountpoint -q "$T/u" && fl_fail "mount $bad mounted"
 done
 rm -f "$T/u.img"
+
+# ---- --stats without a model: the image's requests and the file system's
+mode=$(fl_modes | awk '{ print $1 }')
+img=$T/plain.img
+mnt=$T/mnt-plain
+st=$T/stats-plain
+fl_mkfs "$img" 64M "$mode"
+fl_mount "$img" "$mnt" "$mode" --stats "$st"
+cp -r "$src" "$mnt/tree"
+sync -f "$mnt/tree/a/big"
+kill -USR1 "${FL_PID[$mnt]}"
+for ((i = 0; i < 100; i++)); do
+  [ -s "$st" ] && break
+  sleep 0.1
+done
+grep -q '(SIGUSR1)' "$st" || fl_fail "[--stats, no model] no report after SIGUSR1"
+st_ge "$st" commits 1 "--stats, no model, SIGUSR1"
+fl_umount "$mnt"
+grep -q '(unmount)' "$st" || fl_fail "[--stats, no model] no report after the unmount: $(cat "$st")"
+[ "$(st_get "$st" device)" = image ] || fl_fail "[--stats, no model] device $(st_get "$st" device)"
+st_ge "$st" bytes_written "$tree_bytes" "--stats, no model"
+st_ge "$st" flushes 1 "--stats, no model"
+st_ge "$st" cache_misses 1 "--stats, no model"
+st_ge "$st" commits 1 "--stats, no model"
+rm -f "$img"
 
 # ---- nand:slc, each mode: a tree copied through the model --------------------
 for mode in $(fl_modes); do
