@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -548,4 +549,39 @@ void t_unchecked_end(void)
     if (t_unchecked_was_set)
         setenv("UBJ_CHECK_EVENTS", t_unchecked_saved, 1);
     t_unchecked_was_set = false;
+}
+
+/* t_tmpfile -- see testutil.h. */
+int t_tmpfile(char *path, size_t len, const char *tag)
+{
+    const char *dir = getenv("TMPDIR");
+    if (dir == NULL || dir[0] == '\0')
+        dir = "/tmp";
+    int n = snprintf(path, len, "%s/ubj-%s-XXXXXX", dir, tag);
+    if (n < 0 || (size_t)n >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+/* t_tmpfile_setup -- see testutil.h. */
+int t_tmpfile_setup(void **state)
+{
+    static char path[4096];
+    if (t_tmpfile(path, sizeof path, "test") < 0)
+        return -1;
+    *state = path;
+    return 0;
+}
+
+/* t_tmpfile_teardown -- see testutil.h. */
+int t_tmpfile_teardown(void **state)
+{
+    unlink((const char *)*state);
+    return 0;
 }

@@ -15,6 +15,7 @@
  *    hooks (CMake option UBJ_TEST_HOOKS) in a build without them.
  *  - t_unchecked_begin/end: mounts without the event checker, for a test
  *    that damages metadata by design.
+ *  - t_tmpfile*: temporary files under $TMPDIR (else /tmp).
  */
 #ifndef UBJ_TESTUTIL_H
 #define UBJ_TESTUTIL_H
@@ -205,5 +206,17 @@ void t_no_hooks(void **state);
 void t_unchecked_begin(void);
 /* t_unchecked_end -- UBJ_CHECK_EVENTS as it was before t_unchecked_begin. */
 void t_unchecked_end(void);
+
+/* ---- temporary files --------------------------------------------------- */
+
+/* t_tmpfile -- make an empty file "$TMPDIR/ubj-TAG-XXXXXX" (/tmp when
+ * TMPDIR is unset or empty) with mkstemp; its path into path[len].
+ * 0, or -1 with errno (the path too long, mkstemp's error). */
+int t_tmpfile(char *path, size_t len, const char *tag);
+/* t_tmpfile_setup -- a cmocka setup: t_tmpfile(tag "test") into a static
+ * buffer, *state is its path (one test at a time, as cmocka runs them). */
+int t_tmpfile_setup(void **state);
+/* t_tmpfile_teardown -- a cmocka teardown: unlink(*state). */
+int t_tmpfile_teardown(void **state);
 
 #endif /* UBJ_TESTUTIL_H */

@@ -3,7 +3,8 @@
  * the RAM device (ram.c) and the file device (file.c): round trips,
  * bounds, statistics, open flags (RDONLY, EXCL, DIRECT, CREATE, RESIZE),
  * reads past a shrunk file's end, concurrent writers.
- * Temporary files live under /tmp (mkstemp) and are removed by each test.
+ * Temporary files live under $TMPDIR or /tmp (t_tmpfile) and are removed
+ * by each test.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "testutil.h"   /* t_tmpfile_setup */
 #include "ubjfs/bdev.h"
 #include "ubjfs/ubjfs.h"
 
@@ -48,25 +50,6 @@ static int is_zero(const unsigned char *p, size_t len)
     return 1;
 }
 
-/* tmp_setup -- create an empty temp file; *state is its path. */
-static int tmp_setup(void **state)
-{
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/ubj-bdev-test-XXXXXX");
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return -1;
-    close(fd);
-    *state = path;
-    return 0;
-}
-
-/* tmp_teardown -- remove the temp file (whether or not the test passed). */
-static int tmp_teardown(void **state)
-{
-    unlink((const char *)*state);
-    return 0;
-}
 
 /* round_trip -- write distinct blocks singly and in runs, read back. */
 static void round_trip(struct ubj_bdev *d)
@@ -511,21 +494,21 @@ int main(void)
         cmocka_unit_test(test_ram_sparse_huge),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_stats),
-        cmocka_unit_test_setup_teardown(test_file_round_trip, tmp_setup,
-                                        tmp_teardown),
-        cmocka_unit_test_setup_teardown(test_file_rdonly, tmp_setup,
-                                        tmp_teardown),
-        cmocka_unit_test_setup_teardown(test_file_excl, tmp_setup,
-                                        tmp_teardown),
-        cmocka_unit_test_setup_teardown(test_file_direct, tmp_setup,
-                                        tmp_teardown),
-        cmocka_unit_test_setup_teardown(test_file_create_resize, tmp_setup,
-                                        tmp_teardown),
-        cmocka_unit_test_setup_teardown(test_file_past_eof, tmp_setup,
-                                        tmp_teardown),
+        cmocka_unit_test_setup_teardown(test_file_round_trip, t_tmpfile_setup,
+                                        t_tmpfile_teardown),
+        cmocka_unit_test_setup_teardown(test_file_rdonly, t_tmpfile_setup,
+                                        t_tmpfile_teardown),
+        cmocka_unit_test_setup_teardown(test_file_excl, t_tmpfile_setup,
+                                        t_tmpfile_teardown),
+        cmocka_unit_test_setup_teardown(test_file_direct, t_tmpfile_setup,
+                                        t_tmpfile_teardown),
+        cmocka_unit_test_setup_teardown(test_file_create_resize, t_tmpfile_setup,
+                                        t_tmpfile_teardown),
+        cmocka_unit_test_setup_teardown(test_file_past_eof, t_tmpfile_setup,
+                                        t_tmpfile_teardown),
         cmocka_unit_test(test_concurrent_ram),
-        cmocka_unit_test_setup_teardown(test_concurrent_file, tmp_setup,
-                                        tmp_teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_file, t_tmpfile_setup,
+                                        t_tmpfile_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "testutil.h"   /* t_tmpfile_setup */
 #include "ubjfs/bdev.h"
 #include "ubjfs/ubjfs.h"
 
@@ -56,25 +57,6 @@ static int bytes_are(const unsigned char *p, size_t len, int v)
     return 1;
 }
 
-/* tmp_setup -- create an empty temp file; *state is its path. */
-static int tmp_setup(void **state)
-{
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/ubj-bdev-fault-XXXXXX");
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return -1;
-    close(fd);
-    *state = path;
-    return 0;
-}
-
-/* tmp_teardown -- remove the temp file (whether or not the test passed). */
-static int tmp_teardown(void **state)
-{
-    unlink((const char *)*state);
-    return 0;
-}
 
 /* test_transient_read -- the nth read fails once, the rest pass. */
 static void test_transient_read(void **state)
@@ -366,8 +348,8 @@ int main(void)
         cmocka_unit_test(test_flush_fault),
         cmocka_unit_test(test_torn_write),
         cmocka_unit_test(test_torn_persistent),
-        cmocka_unit_test_setup_teardown(test_stack_over_file, tmp_setup,
-                                        tmp_teardown),
+        cmocka_unit_test_setup_teardown(test_stack_over_file, t_tmpfile_setup,
+                                        t_tmpfile_teardown),
         cmocka_unit_test(test_args),
         cmocka_unit_test(test_concurrent_exact),
     };

@@ -71,10 +71,7 @@ static struct ubj_bdev *make(const struct kind *k, char *path)
     int rc;
     switch (k->special) {
     case 1: {
-        snprintf(path, 64, "/tmp/ubj-v2-XXXXXX");
-        int fd = mkstemp(path);
-        assert_true(fd >= 0);
-        close(fd);
+        assert_int_equal(t_tmpfile(path, 64, "v2"), 0);
         rc = ubj_bdev_file_open(path, UBJ_BDEV_RESIZE, NB * BS, &d);
         break;
     }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "testutil.h"   /* t_tmpfile */
 #include "dev/model_int.h"
 #include "ubjfs/ubjfs.h"
 
@@ -261,10 +262,8 @@ static void test_specs(void **state)
     assert_int_equal(ubj_clock_now(c), 99985);       /* still ours, advanced */
     ubj_clock_put(c);
 
-    char path[] = "/tmp/ubj-spec-XXXXXX", spec[64];
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    char path[4096], spec[4200];
+    assert_int_equal(t_tmpfile(path, sizeof path, "spec"), 0);
     unlink(path);
     snprintf(spec, sizeof spec, "hdd:modern7200@file:%s", path);
     o = (struct ubj_spec_opts){ .nblocks = 256 };

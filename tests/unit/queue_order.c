@@ -483,10 +483,8 @@ static void test_record_fua(void **state)
 static void test_queue_durability(void **state)
 {
     (void)state;
-    char path[] = "/tmp/ubj-qdur-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    char path[4096];
+    assert_int_equal(t_tmpfile(path, sizeof path, "qdur"), 0);
     struct ubj_bdev *f, *rec, *q;
     assert_int_equal(ubj_bdev_file_open(path, UBJ_BDEV_RESIZE, 16 * BS, &f), 0);
     assert_int_equal(ubj_bdev_record_create(f, &rec), 0);
