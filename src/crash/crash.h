@@ -160,8 +160,19 @@ void cx_close_all(struct ubj_fs *fs, struct cx_opens *o);
 
 /* ---- the engine (engine.c) -------------------------------------------- */
 
+/* What the explorer assumes of the device (docs/GUARANTEES.md). */
+enum cx_persist {
+    CX_PERSIST_VOLATILE = 0, /* a volatile write cache: durable after a flush
+                                (FUA: on completion); an epoch's writes in
+                                any subset (ubj_bdev_record_crash) */
+    CX_PERSIST_THROUGH = 1,  /* write-through: durable on completion; the
+                                writes in flight in any subset
+                                (ubj_bdev_record_crash_cut) */
+};
+
 struct cx_config {
     const char *mode;        /* a mode of the registry (ubjfs/mode.h) */
+    enum cx_persist persist; /* the persistence model (volatile) */
     unsigned k;              /* enumerate every subset up to k writes / lines (4) */
     unsigned samples;        /* random states per point beyond that (6) */
     uint64_t seed;           /* states and tearing (1) */

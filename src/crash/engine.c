@@ -16,26 +16,35 @@
  *      end give, for any crash instant, lo = the state the last
  *      acknowledged fsync/fdatasync/sync made durable and hi = the ops
  *      begun: recovery must show some state j in [lo, hi].
- *   4. states:
- *      - journal modes, none: every flush epoch e: the writes before
- *        flush e, then of the epoch's writes: every prefix (littlefs's
- *        "cut after the n-th write"), a prefix whose last write is torn at
- *        512-byte sectors, every subset when at most k, else seeded
- *        random subsets (each write dropped, whole or torn);
+ *   4. states, under the persistence model cfg->persist:
+ *      - journal modes, none, volatile cache: every flush epoch e: the
+ *        writes before flush e, then of the epoch's writes: every prefix
+ *        (littlefs's "cut after the n-th write"), a prefix whose last
+ *        write is torn at 512-byte sectors, every subset when at most k,
+ *        else seeded random subsets (each write dropped, whole or torn);
+ *      - journal modes, none, write-through: every cut k (just before
+ *        the k-th write completes): the k completed writes, then the
+ *        writes in flight treated as an epoch's (ex_cuts; a serial run
+ *        has one in flight: dropped, whole, torn); states equal to one
+ *        already checked with the same bounds are skipped;
  *      - ubj: the workload re-run once per NVM persistence point p,
  *        captured right before drain p: the durable region, everything,
  *        every subset of the unpersisted 64-byte lines when at most k,
  *        else random subsets, lines persisted partially (8-byte words),
  *        and the shadow's random mixes; each with the device as the epoch
- *        then open leaves it (nothing, all, prefixes, torn writes).
+ *        then open leaves it (nothing, all, prefixes, torn writes) --
+ *        write-through: as the capture found it (every completed write;
+ *        none is in flight at a fence of a serial run) -- and after the
+ *        last point the epochs (write-through: cuts) opened since.
  *   5. each state: ubj_check of the crash image is clean; mount
  *      (recovery) succeeds; the tree matches a state j in [lo, hi]
  *      (data exact in ubj/journal/none; ordered: later versions of the
  *      same cell allowed; writeback: data not compared), free counts
  *      included (orphans reclaimed); cx_usable; unmount; ubj_check clean.
  *      Every dcrash-th state is also crashed during its recovery (the
- *      recovery recorded the same way, cut at its flushes / fences) and
- *      must recover to the same states.
+ *      recovery recorded the same way, cut at its flushes -- write-
+ *      through: its cuts -- or fences) and must recover to the same
+ *      states.
  *
  * Determinism: mounts have no timer, so every re-run of a workload makes
  * the same requests; a re-run that sees another number of persistence
@@ -71,7 +80,9 @@ struct ex_mark {
  * range of acceptable states and a description. */
 struct ex_state {
     struct ubj_bdev *rec;            /* recording to cut */
-    uint64_t epoch;
+    uint64_t epoch;                  /* volatile: the flush epoch; write-
+                                        through (cut): the cut */
+    int cut;                         /* 1: a write-through cut */
     const struct ubj_rec_choice *ch;
     uint64_t nch;
     const uint8_t *region;           /* NULL: not mode ubj */
@@ -350,18 +361,27 @@ static int ex_is_sync(enum cx_opkind k)
 }
 
 /* ex_bounds -- lo/hi for an instant after D nvm drains and F flushes took
- * effect, before anything later. */
+ * effect, before anything later (write-through: F counts completed
+ * writes, not flushes). */
 static void ex_bounds(const struct ex *x, uint64_t D, uint64_t F, unsigned *lo,
                       unsigned *hi)
 {
+    int w = x->cfg->persist == CX_PERSIST_THROUGH;
     *lo = *hi = 0;
     for (unsigned i = 0; i < x->w->nops; i++) {
-        if (x->beg[i].d <= D && x->beg[i].f <= F)
+        if (x->beg[i].d <= D && (w ? x->beg[i].w : x->beg[i].f) <= F)
             *hi = i + 1;
         if (ex_is_sync(x->w->ops[i].kind) && x->refrc[i] == 0 &&
-            x->end[i].d <= D && x->end[i].f <= F)
+            x->end[i].d <= D && (w ? x->end[i].w : x->end[i].f) <= F)
             *lo = i + 1;
     }
+}
+
+/* ex_image -- state s's device image onto target, under its model. */
+static int ex_image(const struct ex_state *s, struct ubj_bdev *target)
+{
+    return s->cut ? ubj_bdev_record_crash_cut(s->rec, s->epoch, s->ch, s->nch, target)
+                  : ubj_bdev_record_crash(s->rec, s->epoch, s->ch, s->nch, target);
 }
 
 /* ---- base, reference, recorded runs --------------------------------------------------- */
@@ -633,7 +653,7 @@ static int ex_recover(struct ex *x, const char *region, unsigned lo, unsigned hi
 /* ex_build -- the state's device image into x->img and region into path. */
 static int ex_build(struct ex *x, const struct ex_state *s, const char *path)
 {
-    int rc = ubj_bdev_record_crash(s->rec, s->epoch, s->ch, s->nch, x->img);
+    int rc = ex_image(s, x->img);
     if (rc == 0 && s->region != NULL)
         rc = ex_file_put(path, s->region, x->region_size);
     return rc;
@@ -750,15 +770,16 @@ static uint32_t ex_sectors(struct ubj_bdev *rec, uint64_t i)
 }
 
 /*
- * ex_vecs_make -- the device states of epoch e (writes first..first+c):
+ * ex_vecs_of -- the device states of c writes left open (an epoch's, or a
+ * cut's in flight): write i of them is idx[i], or first + i with idx NULL:
  * prefixes (all when `all_prefixes`, else none and all), torn prefixes,
  * all writes but one (lost whole, or torn at random sectors), a
  * multi-block write of which only the first or the last block arrived
  * (the others all did), subsets
  * (every one when c <= k, else samples random).
  */
-static int ex_vecs_make(struct ex *x, struct ubj_bdev *rec, uint64_t first, uint64_t c,
-                        int all_prefixes, struct ex_vecs *s)
+static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
+                      const uint64_t *idx, uint64_t c, int all_prefixes, struct ex_vecs *s)
 {
     memset(s, 0, sizeof *s);
     s->c = c;
@@ -779,7 +800,7 @@ static int ex_vecs_make(struct ex *x, struct ubj_bdev *rec, uint64_t first, uint
     unsigned torn = c <= x->cfg->samples ? (unsigned)c : x->cfg->samples;
     for (unsigned t = 0; rc == 0 && t < torn && c > 0; t++) {  /* torn last write */
         uint64_t p = c <= x->cfg->samples ? t : ex_rand(&x->rng) % c;
-        uint32_t ns = ex_sectors(rec, first + p);
+        uint32_t ns = ex_sectors(rec, idx ? idx[p] : first + p);
         for (uint64_t i = 0; i < c; i++)
             v[i].keep = i < p ? UBJ_REC_WHOLE : UBJ_REC_DROP;
         v[p].keep = UBJ_REC_PREFIX;
@@ -807,7 +828,7 @@ static int ex_vecs_make(struct ex *x, struct ubj_bdev *rec, uint64_t first, uint
     }
     for (unsigned t = 0; rc == 0 && t < torn && c > 0; t++) {  /* only the end */
         uint64_t p = c <= x->cfg->samples ? t : ex_rand(&x->rng) % c;
-        uint32_t ns = ex_sectors(rec, first + p);
+        uint32_t ns = ex_sectors(rec, idx ? idx[p] : first + p);
         if (ns <= 8)
             continue;   /* one block: the torn prefixes cover it */
         for (uint64_t i = 0; i < c; i++)
@@ -851,6 +872,13 @@ static int ex_vecs_make(struct ex *x, struct ubj_bdev *rec, uint64_t first, uint
     return rc;
 }
 
+/* ex_vecs_make -- the device states of epoch e (writes first..first+c). */
+static int ex_vecs_make(struct ex *x, struct ubj_bdev *rec, uint64_t first, uint64_t c,
+                        int all_prefixes, struct ex_vecs *s)
+{
+    return ex_vecs_of(x, rec, first, NULL, c, all_prefixes, s);
+}
+
 /* ex_vecs_free -- free the vectors. */
 static void ex_vecs_free(struct ex_vecs *s)
 {
@@ -858,12 +886,111 @@ static void ex_vecs_free(struct ex_vecs *s)
     free(s->desc);
 }
 
+/* ---- write-through: cuts --------------------------------------------------------------------- */
+
+/* ex_keep_hash -- what choice c keeps of write i, as a hash (0: nothing);
+ * summed over the writes, an image's description in any order. */
+static uint64_t ex_keep_hash(uint64_t i, const struct ubj_rec_choice *c)
+{
+    if (c->keep == UBJ_REC_DROP ||
+        ((c->keep == UBJ_REC_PREFIX || c->keep == UBJ_REC_SUFFIX) && c->sectors == 0))
+        return 0;
+    uint64_t v = (uint64_t)c->keep | (uint64_t)c->sectors << 8 |
+                 (c->keep == UBJ_REC_SECTORS ? c->seed << 24 : 0);
+    uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull ^ v * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 31)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 29);
+}
+
+/* Where the cuts of one recording are explored from, and their bounds. */
+struct ex_cutspec {
+    struct ubj_bdev *rec;
+    uint64_t k0;                 /* the first cut */
+    const uint8_t *region;       /* mode ubj: the region with them, else NULL */
+    int marked;                  /* 1: lo/hi from the markers (nvm points D) */
+    uint64_t D;
+    unsigned lo, hi, dhi;        /* marked == 0: fixed bounds */
+    int all_prefixes;            /* ex_vecs_of's */
+    const char *what;            /* the description's start */
+};
+
+/* ex_cut_states -- the states of cut k (its writes in flight in[0..n));
+ * hsum = the hash of its durable writes (ex_keep_hash summed). */
+static int ex_cut_states(struct ex *x, const struct ex_cutspec *cs, uint64_t k,
+                         const uint64_t *in, uint64_t n, uint64_t hsum)
+{
+    struct ex_vecs v;
+    int rc = ex_vecs_of(x, cs->rec, 0, in, n, cs->all_prefixes, &v);
+    if (rc < 0)
+        return rc;
+    struct ex_state st = { .rec = cs->rec, .epoch = k, .cut = 1, .nch = n,
+                           .region = cs->region, .lo = cs->lo, .hi = cs->hi,
+                           .dhi = cs->dhi };
+    if (cs->marked)
+        ex_bounds(x, cs->D, k, &st.lo, &st.hi);
+    uint64_t nw = ubj_bdev_record_writes(cs->rec);
+    for (unsigned i = 0; i < v.nvec && !x->stop; i++) {
+        st.ch = v.v + i * n;
+        uint64_t h = hsum + ((uint64_t)st.lo << 40 ^ (uint64_t)st.hi << 20 ^ st.dhi);
+        for (uint64_t j = 0; j < n; j++)
+            h += ex_keep_hash(in[j], &st.ch[j]);
+        if (ex_seen(x, h & ~(1ull << 63)))
+            continue;                    /* the same image, the same bounds */
+        snprintf(st.desc, sizeof st.desc, "%swrite-through cut %llu of %llu (%llu "
+                 "durable, %llu in flight): %s", cs->what, (unsigned long long)k,
+                 (unsigned long long)nw, (unsigned long long)k, (unsigned long long)n,
+                 v.desc[i]);
+        ex_check(x, &st);
+    }
+    ex_vecs_free(&v);
+    return 0;
+}
+
+/* ex_cuts -- every cut k >= cs->k0 of cs->rec: the completed writes,
+ * then the writes in flight as an epoch's (states seen at the same
+ * bounds skipped: a serial run's "in-flight write lost" at cut k is "it
+ * kept whole" at cut k - 1). */
+static int ex_cuts(struct ex *x, const struct ex_cutspec *cs)
+{
+    uint64_t nw = ubj_bdev_record_writes(cs->rec), n = 0, cap = 0, hsum = 0;
+    uint64_t *in = NULL;
+    const struct ubj_rec_choice whole = { UBJ_REC_WHOLE, 0, 0 };
+    int rc = 0;
+    x->nseen = 0;
+    for (uint64_t k = 0; rc == 0 && k <= nw && !x->stop; k++) {
+        if (k >= cs->k0) {
+            if ((rc = ubj_bdev_record_cut(cs->rec, k, in, cap, &n)) == 0 && n > cap) {
+                uint64_t *t = realloc(in, n * sizeof *t);
+                rc = t ? ubj_bdev_record_cut(cs->rec, k, t, n, &n) : -ENOMEM;
+                in = t ? t : in;
+                cap = t ? n : cap;
+            }
+            if (rc == 0)
+                rc = ex_cut_states(x, cs, k, in, n, hsum);
+        }
+        int64_t d = k < nw ? ubj_bdev_record_durable(cs->rec, k) : 0;
+        if (d < 0)
+            rc = (int)d;
+        else if (k < nw)
+            hsum += ex_keep_hash((uint64_t)d, &whole);
+    }
+    free(in);
+    return rc;
+}
+
 /* ---- journal modes and none: flush epochs ------------------------------------------------- */
 
-/* ex_explore_epochs -- every epoch of the recording. */
+/* ex_explore_epochs -- every epoch of the recording (write-through:
+ * every cut). */
 static int ex_explore_epochs(struct ex *x)
 {
     int rc = ex_run(x, 0, 1);
+    if (rc == 0 && x->cfg->persist == CX_PERSIST_THROUGH) {
+        x->res->points += ubj_bdev_record_writes(x->rec);
+        struct ex_cutspec cs = { .rec = x->rec, .marked = 1, .all_prefixes = 1,
+                                 .what = "" };
+        return ex_cuts(x, &cs);
+    }
     uint64_t nf = ubj_bdev_record_flushes(x->rec);
     x->res->points += nf;
     for (uint64_t e = 0; rc == 0 && e <= nf && !x->stop; e++) {
@@ -994,7 +1121,12 @@ static int ex_point(struct ex *x, struct ubj_bdev *rec, struct ubj_nvm_shadow *s
     uint64_t first, c;
     x->nseen = 0;
     int rc = ex_regions_make(x, sh, &r);
-    if (rc == 0 && (rc = ubj_bdev_record_epoch(rec, cap->f, &first, &c)) == 0) {
+    int through = x->cfg->persist == CX_PERSIST_THROUGH;
+    if (rc == 0 && through) {            /* every completed write, nothing
+                                            in flight (a serial run) */
+        first = c = 0;
+        rc = ex_vecs_make(x, rec, 0, 0, full, &s);
+    } else if (rc == 0 && (rc = ubj_bdev_record_epoch(rec, cap->f, &first, &c)) == 0) {
         c = cap->w - first;              /* issued before the capture */
         rc = ex_vecs_make(x, rec, first, c, full, &s);
     }
@@ -1002,8 +1134,8 @@ static int ex_point(struct ex *x, struct ubj_bdev *rec, struct ubj_nvm_shadow *s
         ex_regions_free(&r);
         return rc;
     }
-    struct ex_state st = { .rec = rec, .epoch = cap->f, .nch = c, .lo = lo, .hi = hi,
-                           .dhi = dhi };
+    struct ex_state st = { .rec = rec, .epoch = through ? cap->w : cap->f, .cut = through,
+                           .nch = c, .lo = lo, .hi = hi, .dhi = dhi };
     for (unsigned i = 0; i < r.n && !x->stop; i++) {
         st.region = r.img[i];
         unsigned pick = full && s.nvec > 1 ? 1 + (unsigned)(ex_rand(&x->rng) % (s.nvec - 1)) : 0;
@@ -1012,8 +1144,9 @@ static int ex_point(struct ex *x, struct ubj_bdev *rec, struct ubj_nvm_shadow *s
                 continue;
             st.ch = s.v + v * c;
             snprintf(st.desc, sizeof st.desc, "nvm point %llu of %llu: region %s; device "
-                     "epoch %llu: %s", (unsigned long long)p, (unsigned long long)P,
-                     r.desc[i], (unsigned long long)cap->f, s.desc[v]);
+                     "%s %llu: %s", (unsigned long long)p, (unsigned long long)P,
+                     r.desc[i], through ? "write-through (all completed, none in flight) "
+                     "cut" : "epoch", (unsigned long long)st.epoch, s.desc[v]);
             ex_check(x, &st);
         }
     }
@@ -1031,6 +1164,14 @@ static int ex_tail(struct ex *x)
     int rc = ex_file_get(x->reg_run, &region, &size);
     if (rc == 0 && size != x->region_size)
         rc = ubj_set_error(-EPROTO, "the region changed size");
+    if (rc == 0 && x->cfg->persist == CX_PERSIST_THROUGH) {
+        struct ex_cutspec cs = { .rec = x->rec, .k0 = x->cap.w, .region = region,
+                                 .marked = 1, .D = x->points, .all_prefixes = 1,
+                                 .what = "after the last nvm point: region as left; " };
+        rc = ex_cuts(x, &cs);
+        free(region);
+        return rc;
+    }
     uint64_t nf = ubj_bdev_record_flushes(x->rec);
     for (uint64_t e = x->cap.f; rc == 0 && e <= nf && !x->stop; e++) {
         uint64_t first, c;
@@ -1067,7 +1208,8 @@ static int ex_explore_ubj(struct ex *x)
             break;
         }
         unsigned lo, hi;
-        ex_bounds(x, p - 1, x->cap.f, &lo, &hi);
+        ex_bounds(x, p - 1, x->cfg->persist == CX_PERSIST_THROUGH ? x->cap.w : x->cap.f,
+                  &lo, &hi);
         rc = ex_point(x, x->rec, x->sh, p, x->points, &x->cap, lo, hi, hi, 1);
     }
     if (rc == 0 && !x->stop)
@@ -1102,7 +1244,7 @@ static long long ex_nest_run(struct ex_nest *n, const struct ex_state *s, uint64
     struct ubj_fs *fs;
     ubj_bdev_destroy(n->rec);
     n->rec = NULL;
-    int rc = ubj_bdev_record_crash(s->rec, s->epoch, s->ch, s->nch, x->img);
+    int rc = ex_image(s, x->img);
     if (rc == 0 && (rc = ubj_bdev_ram_create(x->cfg->nblocks, &ram)) == 0) {
         uint8_t *buf = malloc((size_t)x->cfg->nblocks * EX_BS);
         rc = buf ? ubj_bdev_read(x->img, 0, x->cfg->nblocks, buf) : -ENOMEM;
@@ -1138,11 +1280,20 @@ static void ex_nested(struct ex *x, const struct ex_state *s, unsigned jmin, uns
 {
     struct ex_nest n = { .x = x, .sh = x->sh };
     char why[448];
+    uint64_t saved[EX_MAX_SEEN];         /* the outer point's states seen */
+    unsigned nsaved = x->nseen;
+    memcpy(saved, x->seen, nsaved * sizeof *saved);
     x->nested = 1;
     long long P = ex_nest_run(&n, s, 0);
     if (P < 0) {
         snprintf(why, sizeof why, "recovery failed when recorded: %lld %s", P, ubj_errormsg());
         ex_fail(x, s, why);
+    } else if (s->region == NULL && x->cfg->persist == CX_PERSIST_THROUGH) {
+        char what[96];                   /* cuts of the recovery */
+        snprintf(what, sizeof what, "[%.60s] recovery ", s->desc);
+        struct ex_cutspec cs = { .rec = n.rec, .lo = jmin, .hi = jmax, .dhi = s->hi,
+                                 .what = what };
+        ex_cuts(x, &cs);
     } else if (s->region == NULL) {     /* flush epochs of the recovery */
         uint64_t nf = ubj_bdev_record_flushes(n.rec);
         for (uint64_t e = 0; e <= nf && !x->stop; e++) {
@@ -1162,17 +1313,14 @@ static void ex_nested(struct ex *x, const struct ex_state *s, unsigned jmin, uns
             ex_vecs_free(&v);
         }
     } else {                             /* nvm points of the recovery */
-        uint64_t saved[EX_MAX_SEEN];
-        unsigned nsaved = x->nseen;
-        memcpy(saved, x->seen, nsaved * sizeof *saved);
         for (uint64_t p = 1; p <= (uint64_t)P && !x->stop; p++) {
             if (ex_nest_run(&n, s, p) < 0 || !ubj_nvm_shadow_captured(n.sh))
                 break;
             ex_point(x, n.rec, n.sh, p, (uint64_t)P, &n.cap, jmin, jmax, s->hi, 0);
         }
-        memcpy(x->seen, saved, nsaved * sizeof *saved);
-        x->nseen = nsaved;
     }
+    memcpy(x->seen, saved, nsaved * sizeof *saved);
+    x->nseen = nsaved;
     ubj_bdev_destroy(n.rec);
     x->nested = 0;
 }

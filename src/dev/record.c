@@ -39,7 +39,10 @@
  * Invariants:
  *  - The lock is held only around the record's own data (and the reads
  *    that save originals), never across the lower device's write or
- *    flush: writes may be in flight at the lower device together.
+ *    flush: writes may be in flight at the lower device together.  Two
+ *    writes of one block in flight at once (no queue above to order
+ *    them) are recorded in the order they completed here, which need not
+ *    be the order the lower device applied them: a caller's race.
  *  - For every write: its submission key precedes its completion key.
  *  - A FUA write (fua) was durable when it completed: a crash image that
  *    keeps anything of a later write of its epoch keeps it whole.

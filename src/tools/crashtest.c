@@ -61,6 +61,11 @@ static void ct_usage(void)
            "  --samples N      random states per point beyond that (quick 4, full 6)\n"
            "  --dcrash N       crash the recovery of every N-th state (quick 40, full 25)\n"
            "  --seed N         seed for sampling and tearing (1)\n"
+           "  --persist MODEL  what the device is assumed to do with writes: volatile\n"
+           "                   (a write cache: durable after a flush or with FUA; an\n"
+           "                   epoch's writes survive in any subset; the default) or\n"
+           "                   write-through (durable on completion; the writes in\n"
+           "                   flight at the cut survive in any subset)\n"
            "  --quick          the CI pass (default): each core op once, suffixes\n"
            "                   rotating, plus the pairs\n"
            "  --full           the long pass (>= 100 000 states in the default modes):\n"
@@ -113,9 +118,10 @@ static void ct_repro(const struct ct_opts *o, const char *mode, const struct cx_
              "mode %s, seed %llu%s%s\n"
              "crash point: %s\n"
              "failure: %s\n"
-             "replay: ubjfs crashtest --mode %s --seed %llu%s --workload THIS_FILE",
+             "replay: ubjfs crashtest --mode %s --seed %llu%s%s --workload THIS_FILE",
              w->name, mode, (unsigned long long)c.seed, brk[0] ? ", broken variant" : "",
-             brk, mf.point, mf.why, mode, (unsigned long long)c.seed, brk);
+             brk, mf.point, mf.why, mode, (unsigned long long)c.seed, brk,
+             c.persist == CX_PERSIST_THROUGH ? " --persist write-through" : "");
     FILE *fp = fopen(path, "w");
     if (fp == NULL) {
         tools_err("%s: %s", path, strerror(errno));
@@ -267,6 +273,7 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         { "timeout", required_argument, NULL, 't' },
         { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
         { "random", required_argument, NULL, 'r' }, { "ops", required_argument, NULL, 'O' },
+        { "persist", required_argument, NULL, 'p' },
         { NULL, 0, NULL, 0 },
     };
     int64_t depth = -1, pairs = -1, triples = -1, dcrash = -1;
@@ -298,6 +305,15 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         case 'q': o->full = 0; break;
         case 'f': o->full = 1; break;
         case 'o': o->out = optarg; break;
+        case 'p':
+            if (strcmp(optarg, "volatile") == 0)
+                o->cfg.persist = CX_PERSIST_VOLATILE;
+            else if (strcmp(optarg, "write-through") == 0)
+                o->cfg.persist = CX_PERSIST_THROUGH;
+            else
+                return tools_usage_err("--persist: 'volatile' or 'write-through', not '%s'",
+                                       optarg);
+            break;
 #if UBJ_TEST_HOOKS
         case 'b':
             if (cx_set_break(optarg) < 0)

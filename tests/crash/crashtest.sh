@@ -1,7 +1,9 @@
 # tests/crash/crashtest.sh -- `ubjfs crashtest` (issue 8): usage errors;
 # every workload file under tests/crash/workloads/ explored in ubj,
 # ordered and journal with no failure; mode none reported inconsistent
-# with a minimized reproducer that replays (and fails again); broken
+# with a minimized reproducer that replays (and fails again), under
+# either persistence model (--persist: write-through also explored in ubj,
+# ordered and journal over the workload files); broken
 # variants (--break, a test build's) caught with exit 1; a plain build
 # (without UBJ_TEST_HOOKS) refuses --break as an unknown option.  The quick pass itself is
 # tests/crash/quick.sh.
@@ -12,9 +14,12 @@ wl=$UBJ_SRC/tests/crash/workloads
 # --- usage -------------------------------------------------------------------
 run 0 "$UBJ_TOOL" crashtest --help
 grep -q -- "--workload FILE" "$tmp/out" || fail "help lacks --workload"
+grep -q -- "--persist MODEL" "$tmp/out" || fail "help lacks --persist"
 run 2 "$UBJ_TOOL" crashtest --mode bogus
 run 2 "$UBJ_TOOL" crashtest --break bogus
 run 2 "$UBJ_TOOL" crashtest --k 99
+run 2 "$UBJ_TOOL" crashtest --persist bogus
+grep -q "volatile' or 'write-through" "$tmp/err" || fail "--persist bogus: $(cat "$tmp/err")"
 run 2 "$UBJ_TOOL" crashtest extra-arg
 printf 'write /f 3 16\n' >"$tmp/bad.wl"
 run 2 "$UBJ_TOOL" crashtest --workload "$tmp/bad.wl"
@@ -33,6 +38,16 @@ for m in ubj ordered journal; do
   grep -q "^mode $m .* 0 failures" "$tmp/out" || fail "mode $m line: $(cat "$tmp/out")"
 done
 
+# --- the write-through model: the same files in ordered and journal, two in ubj
+run 0 "$UBJ_TOOL" crashtest --persist write-through --samples 2 --dcrash 0 --out "$tmp" \
+  --mode ordered --mode journal "${args[@]}"
+for m in ordered journal; do
+  grep -q "^mode $m .* 0 failures" "$tmp/out" || fail "write-through: mode $m: $(cat "$tmp/out")"
+done
+run 0 "$UBJ_TOOL" crashtest --persist write-through --samples 2 --dcrash 0 --out "$tmp" \
+  --mode ubj --workload "$wl/overwrite-cow.wl" --workload "$wl/rename-over.wl"
+grep -q "^mode ubj .* 0 failures" "$tmp/out" || fail "write-through: mode ubj: $(cat "$tmp/out")"
+
 # --- random workloads alone ---------------------------------------------------
 run 0 "$UBJ_TOOL" crashtest --depth 0 --random 2 --ops 24 --mode ordered --mode ubj \
   --samples 2 --dcrash 0 --out "$tmp"
@@ -49,6 +64,21 @@ else
   grep -q "^# crash point: " "$repro" || fail "reproducer lacks the crash point: $(cat "$repro")"
   grep -q "^begin$" "$repro" || fail "reproducer lacks 'begin'"
   run 1 "$UBJ_TOOL" crashtest --mode none --out "$tmp/r" --workload "$repro"
+fi
+# ... under write-through too, and its reproducer replays under it
+mkdir -p "$tmp/rw"
+run 1 "$UBJ_TOOL" crashtest --mode none --persist write-through --out "$tmp/rw" \
+  --workload "$wl/rename-over.wl"
+repro=$(ls "$tmp"/rw/crash-none-*.wl 2>/dev/null | head -n 1 || true)
+if [ -z "$repro" ]; then
+  fail "none, write-through: no reproducer written"
+else
+  grep -q "^# replay: .*--persist write-through" "$repro" ||
+    fail "write-through reproducer does not replay under it: $(cat "$repro")"
+  grep -q "^# crash point: .*write-through cut" "$repro" ||
+    fail "write-through reproducer: crash point $(grep 'crash point' "$repro")"
+  run 1 "$UBJ_TOOL" crashtest --mode none --persist write-through --out "$tmp/rw" \
+    --workload "$repro"
 fi
 
 # --- broken variants are caught (a test build's: UBJ_TEST_HOOKS) ---------------

@@ -2,9 +2,12 @@
  * tests/crash/explore.c -- the crash-state explorer (src/crash/, issue 8):
  * the workload language, the oracle's data rules, a quick exploration of
  * generated workloads in ubj, ordered, journal and writeback (zero
- * failures, with crashes during recovery), and the cases that must fail:
- * mode `none` and every test-only broken variant (src/txn/ubj.h,
- * src/txn/journal.h) must be reported.
+ * failures, with crashes during recovery; the journal modes also under
+ * the write-through model), and the cases that must fail: mode `none`
+ * and every test-only broken variant (src/txn/ubj.h, src/txn/journal.h)
+ * must be reported -- under write-through, those that break an NVM
+ * fence; those that only drop a device flush cannot be seen there (and
+ * must not be).
  *
  * Environment: UBJ_CRASH_SEED (default 1).
  */
@@ -175,10 +178,12 @@ static void test_oracle_cells(void **state)
     ubj_test_fs_done(dev, fs);
 }
 
-/* a quick exploration of generated workloads in mode m: no failure. */
-static void quick_mode(const char *m)
+/* a quick exploration of generated workloads in mode m under
+ * persistence model `persist`: no failure. */
+static void quick_mode_in(const char *m, enum cx_persist persist)
 {
     struct cx_config c = cfg(m);
+    c.persist = persist;
     c.dcrash = 15;                      /* crash some recoveries too */
     c.samples = 4;
     uint64_t states = 0, runs = 0;
@@ -192,16 +197,35 @@ static void quick_mode(const char *m)
         states += r.states;
         runs += r.runs;
     }
-    fprintf(stderr, "  mode %s: %llu states, %llu runs\n", m, (unsigned long long)states,
-            (unsigned long long)runs);
+    fprintf(stderr, "  mode %s%s: %llu states, %llu runs\n", m,
+            persist == CX_PERSIST_THROUGH ? " (write-through)" : "",
+            (unsigned long long)states, (unsigned long long)runs);
     assert_int_equal(bad, 0);
-    assert_true(states > 20 * done);
+    /* write-through leaves fewer states: a serial run has one write in
+     * flight at a time, where a volatile cache leaves a whole epoch */
+    assert_true(states > (persist == CX_PERSIST_THROUGH ? 10 : 20) * done);
+}
+
+/* quick_mode -- the quick exploration under the volatile-cache model. */
+static void quick_mode(const char *m)
+{
+    quick_mode_in(m, CX_PERSIST_VOLATILE);
 }
 
 static void test_quick_ubj(void **state) { (void)state; quick_mode("ubj"); }
 static void test_quick_ordered(void **state) { (void)state; quick_mode("ordered"); }
 static void test_quick_journal(void **state) { (void)state; quick_mode("journal"); }
 static void test_quick_writeback(void **state) { (void)state; quick_mode("writeback"); }
+
+/* the journal modes under the write-through model (mode ubj's device
+ * states under it: tests/crash/crashtest.sh, the workload files) */
+static void test_quick_through(void **state)
+{
+    (void)state;
+    quick_mode_in("ordered", CX_PERSIST_THROUGH);
+    quick_mode_in("journal", CX_PERSIST_THROUGH);
+    quick_mode_in("writeback", CX_PERSIST_THROUGH);
+}
 
 /* orphans: a file unlinked while open is reclaimed by every recovery, and
  * a rename over an open target too; free counts are compared. */
@@ -233,28 +257,37 @@ static void set_break(const char *b)
 #endif
 }
 
-/* expect_caught -- workload text in mode m with broken variant b (NULL:
- * none) must produce failures. */
-static void expect_caught(const char *m, const char *b, const char *text)
+/* expect_caught_in -- workload text in mode m with broken variant b
+ * (NULL: none) under persistence model `persist` must produce failures. */
+static void expect_caught_in(const char *m, const char *b, const char *text,
+                             enum cx_persist persist)
 {
     struct cx_workload w;
     parse(text, &w);
     struct cx_config c = cfg(m);
     c.stop_at_first = 1;
+    c.persist = persist;
     set_break(b);
     struct cx_result r;
     uint64_t f = explore(&c, &w, &r);
     set_break(NULL);
-    fprintf(stderr, "  %s%s%s: caught after %llu states: %s\n", m, b ? " broken " : "",
-            b ? b : "", (unsigned long long)r.states, r.first.why);
+    const char *pm = persist == CX_PERSIST_THROUGH ? " (write-through)" : "";
+    fprintf(stderr, "  %s%s%s%s: caught after %llu states: %s\n", m, b ? " broken " : "",
+            b ? b : "", pm, (unsigned long long)r.states, r.first.why);
     if (f == 0)
-        fail_msg("mode %s, variant %s: not caught in %llu states", m, b ? b : "-",
+        fail_msg("mode %s, variant %s%s: not caught in %llu states", m, b ? b : "-", pm,
                  (unsigned long long)r.states);
     /* and the same workload passes unbroken (except in none) */
     if (b) {
         c.stop_at_first = 0;
         assert_int_equal(explore(&c, &w, &r), 0);
     }
+}
+
+/* expect_caught -- as expect_caught_in, under the volatile-cache model. */
+static void expect_caught(const char *m, const char *b, const char *text)
+{
+    expect_caught_in(m, b, text, CX_PERSIST_VOLATILE);
 }
 
 static const char wl_rename[] =
@@ -266,6 +299,7 @@ static void test_none_inconsistent(void **state)
 {
     (void)state;
     expect_caught("none", NULL, wl_rename);
+    expect_caught_in("none", NULL, wl_rename, CX_PERSIST_THROUGH);
 }
 
 #if UBJ_TEST_HOOKS   /* the broken variants: a test build only */
@@ -310,6 +344,41 @@ static void test_broken_journal_ckpt_flush(void **state)
     expect_caught("journal", "journal-ckpt-flush", wl_rename);
 }
 
+/* expect_unseen -- broken variant b in mode m, caught under the volatile
+ * model on this workload, leaves no failing state under write-through:
+ * it only drops a device flush, and with every write durable on
+ * completion a flush changes nothing (a write-through model that lost
+ * completed writes, or kept the volatile one's epochs, fails here). */
+static void expect_unseen(const char *m, const char *b, const char *text)
+{
+    struct cx_workload w;
+    parse(text, &w);
+    struct cx_config c = cfg(m);
+    c.persist = CX_PERSIST_THROUGH;
+    set_break(b);
+    struct cx_result r;
+    uint64_t f = explore(&c, &w, &r);
+    set_break(NULL);
+    assert_int_equal(f, 0);
+    assert_true(r.states > 10);
+}
+
+/* under write-through, the variants that lose a persistence fence of the
+ * NVM (ubj-data-flush, ubj-commit-persist, ubj-early-free's order) are
+ * still caught; those that drop a device flush cannot be seen. */
+static void test_broken_through(void **state)
+{
+    (void)state;
+    expect_caught_in("ubj", "ubj-data-flush", wl_overwrite, CX_PERSIST_THROUGH);
+    expect_caught_in("ubj", "ubj-commit-persist", wl_overwrite, CX_PERSIST_THROUGH);
+    expect_caught_in("ubj", "ubj-early-free", wl_overwrite, CX_PERSIST_THROUGH);
+    expect_unseen("ubj", "ubj-ckpt-flush", wl_rename);
+    expect_unseen("ordered", "journal-commit-flush", wl_overwrite);
+    expect_unseen("journal", "journal-commit-flush", wl_overwrite);
+    expect_unseen("ordered", "journal-ckpt-flush", wl_rename);
+    expect_unseen("journal", "journal-ckpt-flush", wl_rename);
+}
+
 /* minimization keeps a failing workload failing and drops what is not
  * needed. */
 static void test_minimize(void **state)
@@ -339,6 +408,7 @@ static void test_minimize(void **state)
 #define test_broken_journal_commit_flush t_no_hooks
 #define test_broken_journal_ckpt_flush t_no_hooks
 #define test_minimize t_no_hooks
+#define test_broken_through t_no_hooks
 #endif /* UBJ_TEST_HOOKS */
 
 int main(void)
@@ -350,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_quick_ordered),
         cmocka_unit_test(test_quick_journal),
         cmocka_unit_test(test_quick_writeback),
+        cmocka_unit_test(test_quick_through),
         cmocka_unit_test(test_orphans),
         cmocka_unit_test(test_none_inconsistent),
         cmocka_unit_test(test_broken_ubj_data_flush),
@@ -358,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_broken_ubj_ckpt_flush),
         cmocka_unit_test(test_broken_journal_commit_flush),
         cmocka_unit_test(test_broken_journal_ckpt_flush),
+        cmocka_unit_test(test_broken_through),
         cmocka_unit_test(test_minimize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,8 +2,9 @@
  * tests/unit/record_cut.c -- the write recorder's persistence models
  * (src/dev/record.c): the crash states each model allows, computed by
  * hand for small request sequences and compared with every state the
- * record's API can build; and an ordering guarantee proven below a
- * C-LOOK queue.
+ * record's API can build; writes of several threads in flight at once
+ * below the recorder; and an ordering guarantee proven below a C-LOOK
+ * queue.
  *
  * A state is a bit mask over the sequence's writes: write i (to block i,
  * filled with 'A' + i) reached the medium.  The states a model allows are
@@ -35,15 +36,21 @@
  * (test_barrier_below_queue); FUA ignored by the volatile model
  * (rec_last_kept returning `first`) adds C and AC (test_serial); modeled
  * times ignored (every key untimed) leaves nothing overlapping
- * (test_overlap, and no violation to find below the queue).
+ * (test_overlap, and no violation to find below the queue); the old
+ * recorder's lock held across the lower write (a mutex around
+ * rec_submit) never has two in flight (test_concurrent); writes not yet
+ * submitted counted in flight (rec_inflight_locked without its
+ * submission test) breaks every thread's program order
+ * (test_concurrent) and the hand-computed sets.
  */
 #include "testutil.h"
+#include <pthread.h>
 #include "dev/dev_int.h"
 #include "ubjfs/model.h"
 #include "ubjfs/queue.h"
 
 #define BS UBJ_BLOCK_SIZE
-#define NW_MAX 8u
+#define NW_MAX 16u
 #define STATE(m) (1ull << (m))
 
 /* ---- a scripted timed device: times each write as the script says ------ */
@@ -52,12 +59,16 @@ struct scripted {
     struct ubj_bdev base;
     const uint64_t (*times)[2];   /* [submission, completion) per write */
     unsigned n, next;
+    long sleep_ns;                /* or: untimed, each write takes this long */
 };
 
-/* sc_submit -- forward to RAM; a write gets the script's modeled times. */
+/* sc_submit -- forward to RAM; a write gets the script's modeled times
+ * (or takes sleep_ns of real time, untimed). */
 static void sc_submit(struct ubj_bdev *d, struct ubj_req *q)
 {
     struct scripted *s = (struct scripted *)d;
+    if (q->op == UBJ_REQ_WRITE && s->sleep_ns)
+        t_sleep_ns(s->sleep_ns);
     int rc = ubj_bdev_forward(d->lower, q);
     if (q->op == UBJ_REQ_WRITE && s->next < s->n) {
         q->t_dispatch = s->times[s->next][0];
@@ -82,15 +93,22 @@ static const struct ubj_bdev_ops sc_ops = {
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-/* put -- write block i (filled 'A' + i), FUA if asked, and wait. */
-static void put(struct ubj_bdev *d, unsigned i, int fua)
+/* put_rc -- write block i (filled 'A' + i), FUA if asked, and wait;
+ * the result (thread-safe: no cmocka assertion). */
+static int put_rc(struct ubj_bdev *d, unsigned i, int fua)
 {
-    static unsigned char b[BS];
+    unsigned char b[BS];
     memset(b, 'A' + (int)i, BS);
     struct ubj_req r;
     ubj_req_init(&r, UBJ_REQ_WRITE, i, 1, b);
     r.flags = fua ? UBJ_REQ_FUA : 0;
-    assert_int_equal(ubj_bdev_submit_wait(d, &r), 0);
+    return ubj_bdev_submit_wait(d, &r);
+}
+
+/* put -- put_rc, which must succeed. */
+static void put(struct ubj_bdev *d, unsigned i, int fua)
+{
+    assert_int_equal(put_rc(d, i, fua), 0);
 }
 
 /* mask_of -- which of blocks 0..n-1 of img hold their write's data
@@ -241,6 +259,76 @@ static void test_overlap(void **state)
     ubj_bdev_destroy(rec);
 }
 
+#define NTHR 4u
+#define PER_THR 3u
+
+struct writer {
+    struct ubj_bdev *rec;
+    unsigned t;            /* thread t writes blocks t * PER_THR + 0..2 in order */
+    int rc;                /* the first failure */
+};
+
+/* writer_main -- three writes, each waited for. */
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    for (unsigned j = 0; j < PER_THR && w->rc == 0; j++)
+        w->rc = put_rc(w->rec, w->t * PER_THR + j, 0);
+    return NULL;
+}
+
+struct program_order {
+    unsigned bad;          /* states with a thread's write j but not j - 1 */
+};
+
+/* program_one -- count img if some thread's later write is there without
+ * its earlier one. */
+static void program_one(struct ubj_bdev *img, void *ctx)
+{
+    struct program_order *o = ctx;
+    unsigned m = mask_of(img, NTHR * PER_THR);
+    for (unsigned t = 0; t < NTHR; t++)
+        for (unsigned j = 1; j < PER_THR; j++)
+            if ((m >> (t * PER_THR + j) & 1) && !(m >> (t * PER_THR + j - 1) & 1)) {
+                o->bad++;
+                return;
+            }
+}
+
+/* test_concurrent -- four threads write through the recorder at once
+ * over a device whose writes take 2 ms each: the recorder holds no lock
+ * across the lower write, so writes of different threads are in flight
+ * together (a recorder serialising them never shows two); each thread
+ * waits for each write, so under write-through no state has a thread's
+ * later write without its earlier one. */
+static void test_concurrent(void **state)
+{
+    (void)state;
+    struct ubj_bdev *ram, *rec;
+    assert_int_equal(ubj_bdev_ram_create(16, &ram), 0);
+    struct scripted *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    dev_wrap_init(&s->base, &sc_ops, ram);
+    s->sleep_ns = 2000000;
+    assert_int_equal(ubj_bdev_record_create(&s->base, &rec), 0);
+    pthread_t th[NTHR];
+    struct writer w[NTHR];
+    for (unsigned t = 0; t < NTHR; t++) {
+        w[t] = (struct writer){ rec, t, 0 };
+        assert_int_equal(pthread_create(&th[t], NULL, writer_main, &w[t]), 0);
+    }
+    for (unsigned t = 0; t < NTHR; t++) {
+        pthread_join(th[t], NULL);
+        assert_int_equal(w[t].rc, 0);
+    }
+    assert_int_equal(ubj_bdev_record_writes(rec), NTHR * PER_THR);
+    struct program_order po = { 0 };
+    uint64_t most = each_state(rec, THROUGH, program_one, &po);
+    assert_true(most >= 2);
+    assert_int_equal(po.bad, 0);
+    ubj_bdev_destroy(rec);
+}
+
 /* test_torn_in_flight -- a write in flight at a cut may be torn: a prefix
  * of its sectors over the block's previous contents. */
 static void test_torn_in_flight(void **state)
@@ -337,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_serial),
         cmocka_unit_test(test_overlap),
         cmocka_unit_test(test_torn_in_flight),
+        cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_barrier_below_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
