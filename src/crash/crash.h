@@ -40,7 +40,7 @@ enum cx_opkind {
     CX_CREAT, CX_MKDIR, CX_WRITE, CX_APPEND, CX_TRUNCATE, CX_FALLOCATE,
     CX_LINK, CX_UNLINK, CX_RENAME, CX_RMDIR, CX_SYMLINK, CX_SETXATTR,
     CX_REMOVEXATTR, CX_FSYNC, CX_FDATASYNC, CX_SYNC, CX_OPEN, CX_CLOSE,
-    CX_TICK, CX_NOPKINDS
+    CX_TICK, CX_OVERLAP, CX_NOPKINDS
 };
 
 #define CX_PATH_MAX 64u
@@ -82,6 +82,11 @@ void cx_workload_write(FILE *f, const struct cx_workload *w, const char *comment
  * workloads start from (dirs /A /B, files /foo /A/foo with data, an
  * xattr; docs/GUARANTEES.md). */
 void cx_workload_default_setup(struct cx_workload *w);
+/* cx_workload_overlap -- the default setup, then two operations at once:
+ * `overlap /A/ov` (a create parked inside its handle while an fsync of
+ * its directory commits: test builds) and a write of the file.  0 or
+ * -EINVAL. */
+int cx_workload_overlap(struct cx_workload *w);
 
 /* The generator: numbered items, each a core op (or two) followed by a
  * persistence suffix: item i is core i / CX_GEN_SUFFIXES with suffix

@@ -357,7 +357,7 @@ static void ex_mark_now(const struct ex *x, struct ubj_bdev *rec, struct ex_mark
 /* ex_is_sync -- an op that acknowledges durability. */
 static int ex_is_sync(enum cx_opkind k)
 {
-    return k == CX_FSYNC || k == CX_FDATASYNC || k == CX_SYNC;
+    return k == CX_FSYNC || k == CX_FDATASYNC || k == CX_SYNC || k == CX_OVERLAP;
 }
 
 /* ex_bounds -- lo/hi for an instant after D nvm drains and F flushes took

@@ -10,24 +10,27 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include "crash/crash.h"
+#include "txn/mode.h"      /* the handle layer's test hook (overlap) */
 #include "ubjfs/ubjfs.h"
 #include "util/util.h"
 
 static const char *const wl_names[CX_NOPKINDS] = {
     "creat", "mkdir", "write", "append", "truncate", "fallocate", "link",
     "unlink", "rename", "rmdir", "symlink", "setxattr", "removexattr",
-    "fsync", "fdatasync", "sync", "open", "close", "tick",
+    "fsync", "fdatasync", "sync", "open", "close", "tick", "overlap",
 };
 
 /* Arguments each kind takes: p = path, n = number, s = string. */
 static const char *const wl_args[CX_NOPKINDS] = {
     "p", "p", "pnn", "pn", "pn", "pnn", "pp", "p", "pp", "p", "sp", "psn",
-    "ps", "p", "p", "", "p", "p", "",
+    "ps", "p", "p", "", "p", "p", "", "p",
 };
 
 /* ---- parsing ------------------------------------------------------------ */
@@ -258,6 +261,23 @@ void cx_workload_default_setup(struct cx_workload *w)
         memcpy(w->setup, s.ops, s.nops * sizeof *s.ops);
         w->nsetup = s.nops;
     }
+}
+
+/* cx_workload_overlap -- the two overlapping operations (issue 20): the
+ * default file set, then `overlap /A/ov` (a create parked in its handle
+ * while an fsync of /A commits) and a write of the new file.  0 or
+ * -EINVAL. */
+int cx_workload_overlap(struct cx_workload *w)
+{
+    static struct cx_workload s;   /* (large: not on the stack) */
+    memset(w, 0, sizeof *w);
+    cx_workload_default_setup(w);
+    int rc = cx_workload_parse("overlap /A/ov\nwrite /A/ov 0 4096\n", "overlap", &s);
+    if (rc == 0) {
+        memcpy(w->ops, s.ops, s.nops * sizeof *s.ops);
+        w->nops = s.nops;
+    }
+    return rc;
 }
 
 /* One core item: its ops (lines), the file and the directory to sync. */
@@ -524,6 +544,92 @@ static long long wl_apply_ino(struct ubj_fs *fs, const struct cx_op *op, uint32_
     }
 }
 
+/* ---- overlap: two operations at once (test builds) -------------------------- */
+
+#if UBJ_TEST_HOOKS
+/* The pair `overlap PATH` runs: a create of PATH in a second thread,
+ * parked inside its handle after its first ubj_txn_dirty with the mount
+ * lock released (as a device read will be, issue 20 item 3), while this
+ * thread fsyncs PATH's directory.  The parked create goes on once the
+ * fsync waits in the commit barrier (it must) or has returned (the broken
+ * variant handle-no-wait: it committed half of the create). */
+struct wl_ov {
+    struct ubj_fs *fs;
+    ubj_ino_t dir;
+    char name[CX_PATH_MAX];
+    int parked, done, synced;   /* atomics */
+    long long rc;
+};
+
+static _Thread_local int wl_park_me;   /* this thread's next dirty parks */
+
+/* wl_nap -- 100 us. */
+static void wl_nap(void)
+{
+    struct timespec ts = { 0, 100000 };
+    nanosleep(&ts, NULL);
+}
+
+/* wl_park -- the handle layer's hook: park the create (see above). */
+static void wl_park(void *arg, struct ubj_handle *h, uint64_t blkno)
+{
+    struct wl_ov *ov = arg;
+    (void)blkno;
+    if (!wl_park_me)
+        return;
+    wl_park_me = 0;
+    __atomic_store_n(&ov->parked, 1, __ATOMIC_RELEASE);
+    for (;;) {
+        pthread_mutex_unlock(h->t->lock);
+        wl_nap();
+        pthread_mutex_lock(h->t->lock);
+        if (h->t->hs.waiting_commit + h->t->hs.waiting_start > 0 ||
+            __atomic_load_n(&ov->synced, __ATOMIC_ACQUIRE))
+            break;
+    }
+}
+
+/* wl_ov_main -- the parked create's thread. */
+static void *wl_ov_main(void *arg)
+{
+    struct wl_ov *ov = arg;
+    wl_park_me = 1;
+    ov->rc = ubj_create(ov->fs, ov->dir, ov->name, 0644, NULL, NULL);
+    __atomic_store_n(&ov->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* wl_overlap -- the pair; the create's error, else the fsync's. */
+static long long wl_overlap(struct ubj_fs *fs, ubj_ino_t dir, const char *name)
+{
+    struct wl_ov ov = { .fs = fs, .dir = dir };
+    snprintf(ov.name, sizeof ov.name, "%s", name);
+    pthread_t a;
+    ubj_handle_test_hook(wl_park, &ov);
+    if (pthread_create(&a, NULL, wl_ov_main, &ov) != 0) {
+        ubj_handle_test_hook(NULL, NULL);
+        return -EAGAIN;
+    }
+    while (!__atomic_load_n(&ov.parked, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&ov.done, __ATOMIC_ACQUIRE))   /* (it failed early) */
+        wl_nap();
+    long long src = ubj_fsync(fs, dir, 0);
+    __atomic_store_n(&ov.synced, 1, __ATOMIC_RELEASE);
+    pthread_join(a, NULL);
+    ubj_handle_test_hook(NULL, NULL);
+    return ov.rc < 0 ? ov.rc : src;
+}
+#else
+/* wl_overlap -- a plain build has no test hook to park an operation. */
+static long long wl_overlap(struct ubj_fs *fs, ubj_ino_t dir, const char *name)
+{
+    (void)fs;
+    (void)dir;
+    (void)name;
+    return ubj_set_error(-EOPNOTSUPP, "overlap: a test build's operation (UBJ_TEST_HOOKS)");
+}
+#endif /* UBJ_TEST_HOOKS */
+
 /* cx_apply -- run one op. */
 long long cx_apply(struct ubj_fs *fs, const struct cx_op *op, uint32_t ver,
                    struct cx_opens *o)
@@ -539,6 +645,10 @@ long long cx_apply(struct ubj_fs *fs, const struct cx_op *op, uint32_t ver,
         return ubj_tick(fs);
     case CX_CLOSE:
         return wl_close(fs, op->a, o);
+    case CX_OVERLAP:
+        if ((rc = wl_parent(fs, op->a, &d1, n1)) < 0)
+            return rc;
+        return wl_overlap(fs, d1, n1);
     case CX_CREAT:
     case CX_MKDIR:
     case CX_UNLINK:

@@ -4,7 +4,8 @@
 # with a minimized reproducer that replays (and fails again), under
 # either persistence model (--persist: write-through also explored in ubj,
 # ordered and journal over the workload files); broken
-# variants (--break, a test build's) caught with exit 1; a plain build
+# variants (--break, a test build's) caught with exit 1 (handle-no-wait in
+# ubj and the journal modes, on overlap.wl); a plain build
 # (without UBJ_TEST_HOOKS) refuses --break as an unknown option.  The quick pass itself is
 # tests/crash/quick.sh.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
@@ -96,6 +97,11 @@ if test_hooks; then
   grep -q "changes none of the modes run" "$tmp/err" ||
     fail "--break of another mode: $(cat "$tmp/err")"
   run 2 "$UBJ_TOOL" crashtest --mode none --break journal-commit-flush --out "$tmp/r"
+  # the commit barrier: an fsync that does not wait commits half a create
+  for m in ubj ordered journal writeback; do
+    run 1 "$UBJ_TOOL" crashtest --mode $m --break handle-no-wait --out "$tmp/r" \
+      --workload "$wl/overlap.wl"
+  done
 else
   # a plain build has no broken variant: --break is an unknown option
   grep -q -- "--break" "$tmp/out" && fail "plain build: help names --break: $(cat "$tmp/out")"

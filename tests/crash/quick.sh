@@ -1,6 +1,7 @@
 # tests/crash/quick.sh -- the CI pass of the crash explorer: `ubjfs
 # crashtest --quick` (generated ACE-style workloads in ubj, ordered and
-# journal, crashes during recovery included) must find no failure and
+# journal, crashes during recovery included, and in a test build the two
+# overlapping operations of cx_workload_overlap) must find no failure and
 # explore a meaningful number of states; and the same under the
 # write-through persistence model in the journal modes.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
