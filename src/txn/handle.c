@@ -23,7 +23,8 @@
  *   OPEN   --ubj_handle_stop, last level: mode stop, uncounted,
  *             waiters woken--------------------------------------> (free list)
  *
- * The running transaction (t->hs.state):
+ * The running transaction (t->hs.state), every move through hl_set_state,
+ * whose table (hl_moves) is this diagram:
  *
  *   RUNNING    --ubj_txn_lock_updates (committer := this thread)---> LOCKED
  *   LOCKED     --ubj_txn_lock_updates, once updates == 0-----------> COMMITTING
@@ -89,6 +90,22 @@ static struct ubj_handle *hl_mine(const struct ubj_txn *t)
 static bool hl_owner(const struct ubj_txn *t)
 {
     return t->hs.state != UBJ_T_RUNNING && pthread_equal(t->hs.committer, pthread_self());
+}
+
+/* hl_moves -- the transitions of the diagram above: [from] = to. */
+static const enum ubj_tstate hl_moves[] = {
+    [UBJ_T_RUNNING] = UBJ_T_LOCKED,
+    [UBJ_T_LOCKED] = UBJ_T_COMMITTING,
+    [UBJ_T_COMMITTING] = UBJ_T_RUNNING,
+};
+
+/* hl_set_state -- move t's transaction to `to`; a move the diagram does
+ * not draw aborts (every build). */
+static void hl_set_state(struct ubj_txn *t, enum ubj_tstate to)
+{
+    if (hl_moves[t->hs.state] != to)
+        hl_abort(t, "handle layer: a transaction state move the diagram does not draw");
+    t->hs.state = to;
 }
 
 /* hl_wait -- one condition wait on the mount lock (H4). */
@@ -228,12 +245,12 @@ void ubj_txn_lock_updates(struct ubj_txn *t)
         hl_abort(t, "commit from inside an open handle (it would wait for itself)");
     while (hs->state != UBJ_T_RUNNING)     /* another thread's commit */
         hl_wait(t, &hs->waiting_start);
-    hs->state = UBJ_T_LOCKED;
+    hl_set_state(t, UBJ_T_LOCKED);
     hs->committer = pthread_self();
     hs->lock_depth = 1;
     while (hs->updates > 0 && !HL_BROKEN())
         hl_wait(t, &hs->waiting_commit);
-    hs->state = UBJ_T_COMMITTING;
+    hl_set_state(t, UBJ_T_COMMITTING);
 }
 
 /* ubj_txn_unlock_updates -- lift the barrier (last level): RUNNING. */
@@ -244,7 +261,7 @@ void ubj_txn_unlock_updates(struct ubj_txn *t)
         hl_abort(t, "barrier unlocked by a thread that does not hold it");
     if (--hs->lock_depth > 0)
         return;
-    hs->state = UBJ_T_RUNNING;
+    hl_set_state(t, UBJ_T_RUNNING);
     if (hs->waiting_start || hs->waiting_commit)
         pthread_cond_broadcast(&hs->cv);
 }
