@@ -162,6 +162,17 @@ static void dev_line(FILE *f, const char *name, const char *fmt, double v)
     fputc('\n', f);
 }
 
+/* dev_counts -- the request and byte lines every report has. */
+static void dev_counts(FILE *f, uint64_t reads, uint64_t writes, uint64_t flushes,
+                       uint64_t bytes_read, uint64_t bytes_written)
+{
+    dev_line(f, "reads", "%.0f", (double)reads);
+    dev_line(f, "writes", "%.0f", (double)writes);
+    dev_line(f, "flushes", "%.0f", (double)flushes);
+    dev_line(f, "bytes_read", "%.0f", (double)bytes_read);
+    dev_line(f, "bytes_written", "%.0f", (double)bytes_written);
+}
+
 /* dev_report_flash -- the NAND lines. */
 static void dev_report_flash(FILE *f, const struct ubj_model_stats *s)
 {
@@ -196,11 +207,7 @@ void tools_fs_report(FILE *f, struct ubj_bdev *dev, const struct ubj_fs_stats *f
         ubj_bdev_stats_get(dev, &b);
         fprintf(f, "%-20s %s\n", "device", "image (no model)");
         fprintf(f, "%-20s %s\n", "clock", "real");
-        dev_line(f, "reads", "%.0f", (double)b.reads);
-        dev_line(f, "writes", "%.0f", (double)b.writes);
-        dev_line(f, "flushes", "%.0f", (double)b.flushes);
-        dev_line(f, "bytes_read", "%.0f", (double)b.bytes_read);
-        dev_line(f, "bytes_written", "%.0f", (double)b.bytes_written);
+        dev_counts(f, b.reads, b.writes, b.flushes, b.bytes_read, b.bytes_written);
         dev_line(f, "errors", "%.0f", (double)b.errors);
     }
     if (fst == NULL)
@@ -238,12 +245,8 @@ int tools_dev_report(FILE *f, struct ubj_bdev *dev, const char *spec,
     fprintf(f, "%-20s %s\n", "device", spec);
     fprintf(f, "%-20s %s\n", "clock", ck == UBJ_CLOCK_REAL ? "real" : "virtual");
     dev_line(f, "elapsed_s", "%.6f", (double)s.elapsed_ns / 1e9);
-    dev_line(f, "reads", "%.0f", (double)s.reads);
-    dev_line(f, "writes", "%.0f", (double)s.writes);
-    dev_line(f, "flushes", "%.0f", (double)s.flushes);
+    dev_counts(f, s.reads, s.writes, s.flushes, s.bytes_read, s.bytes_written);
     dev_line(f, "async_requests", "%.0f", (double)s.async_requests);
-    dev_line(f, "bytes_read", "%.0f", (double)s.bytes_read);
-    dev_line(f, "bytes_written", "%.0f", (double)s.bytes_written);
     dev_line(f, "busy_s", "%.6f", (double)s.busy_ns / 1e9);
     dev_line(f, "utilization_pct", "%.2f",
              s.elapsed_ns ? 100.0 * (double)s.busy_ns / (double)s.elapsed_ns : 0.0);

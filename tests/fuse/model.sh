@@ -67,6 +67,18 @@ for bad in "--device nand:slc@ram" "--device nand:slc@file:/x" "--device nand:no
 done
 rm -f "$T/u.img"
 
+# usr1_report MNT FILE LABEL -- SIGUSR1 to MNT's daemon: FILE must hold
+# its report within 10 s
+usr1_report() {
+  local i
+  kill -USR1 "${FL_PID[$1]}"
+  for ((i = 0; i < 100; i++)); do
+    [ -s "$2" ] && break
+    sleep 0.1
+  done
+  grep -q '(SIGUSR1)' "$2" || fl_fail "[$3] no report after SIGUSR1"
+}
+
 # ---- --stats without a model: the image's requests and the file system's
 mode=$(fl_modes | awk '{ print $1 }')
 img=$T/plain.img
@@ -76,12 +88,7 @@ fl_mkfs "$img" 64M "$mode"
 fl_mount "$img" "$mnt" "$mode" --stats "$st"
 cp -r "$src" "$mnt/tree"
 sync -f "$mnt/tree/a/big"
-kill -USR1 "${FL_PID[$mnt]}"
-for ((i = 0; i < 100; i++)); do
-  [ -s "$st" ] && break
-  sleep 0.1
-done
-grep -q '(SIGUSR1)' "$st" || fl_fail "[--stats, no model] no report after SIGUSR1"
+usr1_report "$mnt" "$st" "--stats, no model"
 st_ge "$st" commits 1 "--stats, no model, SIGUSR1"
 fl_umount "$mnt"
 grep -q '(unmount)' "$st" || fl_fail "[--stats, no model] no report after the unmount: $(cat "$st")"
@@ -104,12 +111,7 @@ for mode in $(fl_modes); do
   cp -r "$src" "$mnt/tree"
   sync -f "$mnt/tree/a/big"
   diff -r "$src" "$mnt/tree" >"$T/diff" || fl_fail "[$mode] copied tree differs: $(head -5 "$T/diff")"
-  kill -USR1 "${FL_PID[$mnt]}"
-  for ((i = 0; i < 100; i++)); do
-    [ -s "$st" ] && break
-    sleep 0.1
-  done
-  grep -q '(SIGUSR1)' "$st" || fl_fail "[$mode] no report after SIGUSR1"
+  usr1_report "$mnt" "$st" "$mode"
   st_ge "$st" reads 1 "$mode SIGUSR1"
   fl_umount "$mnt"
   fl_fsck "$img"
