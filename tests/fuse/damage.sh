@@ -39,9 +39,23 @@ for i in range(64):                 # every other block: 64 extents
     os.pwrite(fd, b"%c" % (65 + i % 26) * 4096, 2 * i * 4096)
 os.close(fd)
 EOF
-  echo "plain file" >"$mnt/plain"      # past the root's inode-table block
   echo "with an xattr" >"$mnt/xa"
   "$PY" -c 'import os, sys; os.setxattr(sys.argv[1], "user.tag", b"v" * 100)' "$mnt/xa"
+  # plain's inode starts an inode-table block of its own, so damaging
+  # that block hides no other structure under test
+  "$PY" - "$mnt" "$INODES_PER_BLOCK" <<'EOF'
+import os, sys
+mnt, ipb = sys.argv[1], int(sys.argv[2])
+n = 0
+while True:
+    p = os.path.join(mnt, "pad-%d" % n)
+    open(p, "w").close()
+    if os.stat(p).st_ino % ipb == ipb - 1:
+        break
+    n += 1
+with open(os.path.join(mnt, "plain"), "w") as f:
+    f.write("plain file\n")
+EOF
 }
 
 # block_of IMG STRUCT INO -- the block to damage: the inode-table block of
@@ -126,32 +140,46 @@ for mode in ${UBJ_DAMAGE_MODES:-none ordered journal writeback ubj}; do
   done
   fl_umount "$T/m-$mode"
   fl_fsck "$base"
+  for st in dir extent xattr; do
+    [ $((INO[inode] / INODES_PER_BLOCK)) != $((INO[$st] / INODES_PER_BLOCK)) ] ||
+      fl_fail "[$mode] plain (inode ${INO[inode]}) shares an inode-table block with ${PATHOF[$st]} (${INO[$st]})"
+  done
+
+  # every structure damaged in one image, one mount: each read gets EIO
+  # and its own log line, whichever came first
+  label="$mode,all"
+  img=$T/$mode-all.img
+  cp "$base" "$img"
+  if [ "$mode" = ubj ]; then cp "$(fl_nvm "$base")" "$(fl_nvm "$img")"; fi
+  nvm=()
+  if [ "$mode" = ubj ]; then nvm=(--nvm "$(fl_nvm "$img")"); fi
+  declare -A BLK=()
+  for st in inode dir extent xattr; do
+    BLK[$st]=$(block_of "$img" "$st" "${INO[$st]}")
+  done
+  for st in inode dir extent xattr; do damage "$img" "${BLK[$st]}"; done
+  mnt=$T/m-$mode-all
+  fl_mount "$img" "$mnt" "$mode" -o attr_timeout=0,entry_timeout=0
   for st in inode dir extent xattr; do
     label="$mode,$st"
-    img=$T/$mode-$st.img
-    cp "$base" "$img"
-    if [ "$mode" = ubj ]; then cp "$(fl_nvm "$base")" "$(fl_nvm "$img")"; fi
-    nvm=()
-    if [ "$mode" = ubj ]; then nvm=(--nvm "$(fl_nvm "$img")"); fi
-    blk=$(block_of "$img" "$st" "${INO[$st]}")
-    damage "$img" "$blk"
-    mnt=$T/m-$mode-$st
-    fl_mount "$img" "$mnt" "$mode" -o attr_timeout=0,entry_timeout=0
     p=$mnt/${PATHOF[$st]}
     expect_errno EIO "${READ[$st]} of the damaged $st" "${READ[$st]}" "$p"
     expect_errno EIO "${READ[$st]} again" "${READ[$st]}" "$p"
     expect_errno EROFS "a create after the error" 'open(p, "w")' "$mnt/new"
-    log=$T/daemon.$(basename "$mnt").log
-    grep -q "block $blk: bad checksum (${WHAT[$st]})" "$log" ||
-      fl_fail "[$label] the daemon's log does not name block $blk: $(cat "$log")"
-    fl_umount "$mnt"
-    rc=0
-    out=$("$UBJ" fsck -n "${nvm[@]}" "$img" 2>&1) || rc=$?
-    [ "$rc" = 4 ] || fl_fail "[$label] fsck -n after the error exited $rc, expected 4: $out"
-    state=$("$UBJ" inspect "${nvm[@]}" "$img" 2>&1 | grep '^  state:' || true)
-    [[ "$state" == *errors* ]] || fl_fail "[$label] the superblock does not say ERRORS: $state"
-    rm -f "$img" "$(fl_nvm "$img")"
   done
+  label="$mode,all"
+  log=$T/daemon.$(basename "$mnt").log
+  for st in inode dir extent xattr; do
+    grep -q "block ${BLK[$st]}: bad checksum (${WHAT[$st]})" "$log" ||
+      fl_fail "[$mode,$st] the daemon's log does not name block ${BLK[$st]}: $(cat "$log")"
+  done
+  fl_umount "$mnt"
+  rc=0
+  out=$("$UBJ" fsck -n "${nvm[@]}" "$img" 2>&1) || rc=$?
+  [ "$rc" = 4 ] || fl_fail "[$label] fsck -n after the errors exited $rc, expected 4: $out"
+  state=$("$UBJ" inspect "${nvm[@]}" "$img" 2>&1 | grep '^  state:' || true)
+  [[ "$state" == *errors* ]] || fl_fail "[$label] the superblock does not say ERRORS: $state"
+  rm -f "$img" "$(fl_nvm "$img")"
 
   # the same damage, then a crash: ERRORS was recorded when the error was
   # found (the home superblock at once, the next commit -- made within
