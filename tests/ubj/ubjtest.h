@@ -108,14 +108,16 @@ UT_FN struct ubj_bdev *ut_ram_copy(struct ubj_bdev *src)
 }
 
 /* ut_check_pair -- ubj_check through the overlay of (dev, region); dev is
- * copied first (the overlay owns its lower device).  A region recovery
+ * left unchanged (the overlay owns its lower device: a copy-on-write
+ * overlay borrowing dev).  A region recovery
  * finds corrupt (-EUCLEAN: what `fsck --nvm` reports as an operational
  * error) gives UBJ_CHECK_OPERROR, so that a broken variant caught there
  * counts as caught. */
 UT_FN int ut_check_pair(struct ubj_bdev *dev, const char *region, int *lines)
 {
     struct ubj_bdev *ov;
-    struct ubj_bdev *copy = ut_ram_copy(dev);
+    struct ubj_bdev *copy;
+    assert_int_equal(ubj_bdev_cow_create(dev, UBJ_COW_BORROW, &copy), 0);
     int rc = ubj_nvm_overlay_create(copy, region, &ov);
     if (rc == -EUCLEAN) {
         fprintf(stderr, "  overlay: %s\n", ubj_errormsg());
@@ -137,6 +139,8 @@ struct ut_cdev {
     uint8_t *cur, *dur;        /* contents written / durable at last flush */
     uint8_t *pend;             /* per block: written since the last flush */
     uint8_t *cap_cur, *cap_dur, *cap_pend;
+    struct ubj_bdev *cap_base; /* RAM device of cap_dur, made by the first
+                                  ut_cdev_image after a capture */
     int captured;
     uint64_t writes;
 };
@@ -190,6 +194,8 @@ static void ut_cdev_destroy(struct ubj_bdev *d)
     struct ut_cdev *c = ut_cdev_of(d);
     free(c->cur); free(c->dur); free(c->pend);
     free(c->cap_cur); free(c->cap_dur); free(c->cap_pend);
+    if (c->cap_base != NULL)
+        ubj_bdev_destroy(c->cap_base);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -230,27 +236,37 @@ UT_FN void ut_cdev_capture(struct ubj_bdev *d)
     memcpy(c->cap_cur, c->cur, bytes);
     memcpy(c->cap_dur, c->dur, bytes);
     memcpy(c->cap_pend, c->pend, d->nblocks);
+    if (c->cap_base != NULL)
+        ubj_bdev_destroy(c->cap_base);
+    c->cap_base = NULL;
     c->captured = 1;
     pthread_mutex_unlock(&c->lock);
 }
 
-/* ut_cdev_image -- a RAM device holding one power-failure image of the
+/* ut_cdev_image -- a device holding one power-failure image of the
  * capture: the durable blocks, plus every (ALL), no (DURABLE) or a random
- * choice of (RANDOM) the blocks written since the last flush. */
+ * choice of (RANDOM) the blocks written since the last flush.  It is a
+ * copy-on-write overlay over a RAM copy of the capture's durable blocks
+ * (made once per capture), holding the blocks taken: destroy it before
+ * the crash device or its next capture. */
 UT_FN struct ubj_bdev *ut_cdev_image(struct ubj_bdev *d, enum ubj_shadow_policy p,
                                      uint64_t seed)
 {
     struct ut_cdev *c = ut_cdev_of(d);
     struct ubj_bdev *out;
     assert_true(c->captured);
-    assert_int_equal(ubj_bdev_ram_create(d->nblocks, &out), 0);
+    if (c->cap_base == NULL) {
+        assert_int_equal(ubj_bdev_ram_create(d->nblocks, &c->cap_base), 0);
+        assert_int_equal(ubj_bdev_write(c->cap_base, 0, (uint32_t)d->nblocks, c->cap_dur), 0);
+    }
+    assert_int_equal(ubj_bdev_cow_create(c->cap_base, UBJ_COW_BORROW, &out), 0);
     struct tprng r;
     tprng_seed(&r, seed);
     for (uint64_t b = 0; b < d->nblocks; b++) {
         bool take = c->cap_pend[b] &&
                     (p == UBJ_SHADOW_ALL || (p == UBJ_SHADOW_RANDOM && (tprng_next(&r) & 1)));
-        const uint8_t *src = (take ? c->cap_cur : c->cap_dur) + b * UT_BS;
-        assert_int_equal(ubj_bdev_write(out, b, 1, src), 0);
+        if (take)
+            assert_int_equal(ubj_bdev_write(out, b, 1, c->cap_cur + b * UT_BS), 0);
     }
     return out;
 }
