@@ -33,6 +33,9 @@ struct ubj_fuse_opts {
     bool no_killpriv_v2;       /* don't take over suid/capability clearing
                                 * (fuse_io.h); the kernel then asks for
                                 * security.capability before every write */
+    bool no_kernel_readahead;  /* INIT's max_readahead 0: the kernel reads
+                                * ahead nothing above the mount (--readahead
+                                * off, off-page); false: the kernel's own */
 };
 
 /* Defaults (docs/USAGE.md explains the choice). */
