@@ -501,8 +501,8 @@ int ubj_fallocate(struct ubj_fs *fs, ubj_ino_t ino, int mode, off_t off,
  * reference on its inode, its access mode, and the per-open-file state
  * POSIX gives to an open file description -- the read-ahead policy hint
  * of ubj_fadvise, and the stream state the read-ahead engine of issue 19
- * (item 3) will keep there.  FUSE carries one per OPEN in fi->fh
- * (docs/DESIGN.md, "Open files").  Opaque.
+ * (item 3) will keep there.  With `ubjfs mount -o file_handles` FUSE
+ * carries one per OPEN in fi->fh (docs/DESIGN.md, "Open files").  Opaque.
  *
  * Life: ubj_file_open -> any number of ubj_file_pread / ubj_file_pwrite /
  * ubj_fadvise -> ubj_file_close (or ubj_unmount, which closes every file

@@ -21,8 +21,8 @@
  *  F1 fi->fh of a file request is 0 or a struct ubj_file this frontend
  *     made for that OPEN or CREATE and has not closed: RELEASE (or the
  *     failed reply of the open) closes it, and ubj_unmount frees whatever
- *     the kernel never released.  A request with fh 0 (none today) uses
- *     the inode-number call.  Under writeback_cache an O_WRONLY open is
+ *     the kernel never released.  A request with fh 0 (no_open, the
+ *     default) uses the inode-number call.  Under writeback_cache an O_WRONLY open is
  *     made O_RDWR (as libfuse's passthrough_ll): the kernel reads through
  *     it to fill a partly written page.
  *
@@ -43,13 +43,22 @@
  * Round trips.  Every request costs the caller a round trip to this
  * daemon (tens to hundreds of microseconds: two thread wake-ups, often on
  * another CPU), so the frontend asks for as few as the semantics allow:
- *  - OPEN and RELEASE of files are kept: each OPEN (and CREATE) makes a
- *    struct ubj_file (ubjfs.h, "open files": the open file description
- *    whose read-ahead state issue 19 keeps), carried in fi->fh and freed
- *    by RELEASE; READ and WRITE go through it (F1).  It costs two round
- *    trips per open(2)/close(2) pair of an existing file (a create's
- *    RELEASE came anyway); docs/PERFORMANCE.md, "OPEN and RELEASE", has
- *    the measurement.  O_TRUNC rides on OPEN (ATOMIC_O_TRUNC).
+ *  - no OPEN/RELEASE by default: where the kernel supports it
+ *    (FUSE_CAP_NO_OPEN_SUPPORT, Linux >= 5.1) the first OPEN is answered
+ *    ENOSYS, which tells the kernel to open files itself from then on;
+ *    requests carry fh 0 and use the inode-number calls, and the kernel
+ *    truncates for O_TRUNC with SETATTR.  Nothing is lost: an open file
+ *    pins its kernel inode, so the lookup reference (R1) keeps an
+ *    unlinked file alive until its last close.  -o file_handles (and any
+ *    kernel without the capability) keeps OPEN and RELEASE: each OPEN and
+ *    CREATE makes a struct ubj_file (ubjfs.h, "open files": the open file
+ *    description whose read-ahead state issue 19 keeps), carried in
+ *    fi->fh and closed by RELEASE, READ and WRITE go through it (F1), and
+ *    O_TRUNC rides on OPEN (ATOMIC_O_TRUNC).  That costs two round trips
+ *    per open(2)/close(2) of an existing file (PostMark 1.29x the time,
+ *    docs/PERFORMANCE.md, "OPEN and RELEASE") and buys nothing until the
+ *    read-ahead engine keeps per-open state (issue 19, item 3), whose
+ *    per-stream policies will need it; off and off-page never do.
  *  - no OPENDIR/RELEASEDIR: where the kernel supports it
  *    (FUSE_CAP_NO_OPENDIR_SUPPORT, Linux >= 5.1) the first OPENDIR is
  *    answered ENOSYS, which tells the kernel to open directories itself
@@ -164,6 +173,7 @@ struct ubj_fuse {
     bool mounted;
     bool signals;
     bool no_opendir;          /* the kernel may skip OPENDIR (init) */
+    bool no_open;             /* no -o file_handles, and the kernel may skip OPEN (init) */
     bool wb;                  /* the kernel caches writes (init) */
     uint64_t reserve;         /* blocks kept for the kernel's dirty pages (WB) */
     pthread_mutex_t ref_lock;
@@ -395,12 +405,16 @@ static void fu_init(void *userdata, struct fuse_conn_info *conn)
     unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_READDIRPLUS |
                     FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS;
     f->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
-    want |= FUSE_CAP_ATOMIC_O_TRUNC;       /* O_TRUNC rides on OPEN */
+    f->no_open = !f->o.file_handles && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
+    if (!f->no_open)
+        want |= FUSE_CAP_ATOMIC_O_TRUNC;   /* O_TRUNC rides on OPEN */
     if (f->o.writeback_cache && !f->o.rdonly)
         want |= FUSE_CAP_WRITEBACK_CACHE;
     want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;   /* changes all come through here */
     conn->want |= want & conn->capable;
     conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+    if (!(want & FUSE_CAP_ATOMIC_O_TRUNC))
+        conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
     if (!(want & FUSE_CAP_WRITEBACK_CACHE))
         conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
     conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
@@ -785,6 +799,10 @@ static void fu_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct ubj_fuse *f = fu_get(req);
     struct ubj_file *file;
+    if (f->no_open) {                  /* see "Round trips" at the top */
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
     int rc = fu_file_open(f, ino, fi->flags, &file);
     if (rc < 0) {
         fu_err(req, rc, "open");
@@ -808,14 +826,19 @@ static int fu_create_existing(struct ubj_fuse *f, fuse_ino_t parent,
 }
 
 /* fu_create_open -- the open part of create: the file's struct ubj_file
- * (F1), after an O_TRUNC of an existing file the attributes again.  0 or
- * a negative errno (nothing left open). */
+ * (F1), after an O_TRUNC of an existing file the attributes again; with
+ * no_open none is kept (the kernel sends no RELEASE then), *file NULL.
+ * 0 or a negative errno (nothing left open). */
 static int fu_create_open(struct ubj_fuse *f, struct ubj_stat *st, int oflags,
                           struct ubj_file **file)
 {
     int rc = fu_file_open(f, st->ino, oflags, file);
     if (rc == 0 && (oflags & O_TRUNC) && (rc = ubj_getattr(f->fs, st->ino, st)) < 0)
         (void)ubj_file_close(*file);
+    if (rc == 0 && f->no_open) {
+        rc = ubj_file_close(*file);
+        *file = NULL;
+    }
     return rc;
 }
 

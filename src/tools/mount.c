@@ -152,6 +152,10 @@ static void mount_usage(void)
            "      scrub              run fsck's checks (read-only) before going\n"
            "                         read-write; on a finding the mount stays\n"
            "                         read-only (costs about one fsck -n)\n"
+           "      file_handles       OPEN and RELEASE reach the daemon, which keeps\n"
+           "                         an open-file object per open (two round trips\n"
+           "                         more per open and close)\n"
+           "      no_file_handles    the kernel opens files itself (the default)\n"
            "      no_killpriv_v2     let the kernel clear set-id bits and file\n"
            "                         capabilities (one more request per write)\n"
            "      mode=, nvm=, nvm_profile=, device=, stats=, cache_size=,\n"
@@ -251,6 +255,7 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         return 0;
     } else if ((MOUNT_KEY("io_uring") || MOUNT_KEY("no_io_uring") ||
                 MOUNT_KEY("killpriv_v2") || MOUNT_KEY("no_killpriv_v2") ||
+                MOUNT_KEY("file_handles") || MOUNT_KEY("no_file_handles") ||
                 MOUNT_KEY("scrub") || MOUNT_KEY("format_nvm") ||
                 MOUNT_KEY("writeback_cache") || MOUNT_KEY("no_writeback_cache")) && v)
         rc = -EINVAL;                   /* a flag given a value */
@@ -258,6 +263,10 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         a->fo.no_io_uring = false;
     else if (MOUNT_KEY("no_io_uring") && !v)
         a->fo.no_io_uring = true;
+    else if (MOUNT_KEY("file_handles") && !v)
+        a->fo.file_handles = true;
+    else if (MOUNT_KEY("no_file_handles") && !v)
+        a->fo.file_handles = false;
     else if (MOUNT_KEY("killpriv_v2") && !v)
         a->fo.no_killpriv_v2 = false;
     else if (MOUNT_KEY("no_killpriv_v2") && !v)

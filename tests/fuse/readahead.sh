@@ -8,11 +8,14 @@
 #  - the policies that come with the read-ahead engine (linux[:KIB],
 #    linux-2013, oracle, adaptive) and unknown names are usage errors
 #    (exit 2, one line);
-#  - OPEN and RELEASE of a file are answered (fi->fh carries a struct
-#    ubj_file): in the daemon's -d trace, OPEN succeeds and RELEASE comes.
+#  - by default OPEN is answered ENOSYS (the kernel opens files itself);
+#    with -o file_handles OPEN and RELEASE are answered (fi->fh carries a
+#    struct ubj_file): in the daemon's -d trace OPEN succeeds and RELEASE
+#    comes, and a file unlinked while open is read through its handle.
 # Fails on 7fa1612: readahead= is an unknown option, and OPEN is answered
 # ENOSYS (the kernel's no-open mode).
 . "$(dirname "$0")/fuselib.bash"
+fl_need python3
 fl_init
 img=$T/disk.img
 mnt=$T/mnt
@@ -36,15 +39,44 @@ misses() {
     fl_fail "no report after SIGUSR1"
 }
 
+# fh_work -- files through their handles: create, open, unlink while
+# open, a write-only open, O_TRUNC on OPEN
+fh_work() {
+  python3 - "$mnt" <<'PY' || fl_fail "file_handles: the workload failed"
+import os, sys
+d = sys.argv[1]
+p = os.path.join(d, 'h')
+fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.pwrite(fd, b'x' * 10000, 0)
+fd2 = os.open(p, os.O_RDONLY)
+os.unlink(p)
+assert os.pread(fd2, 10000, 0) == b'x' * 10000
+os.close(fd)
+assert os.pread(fd2, 5, 9995) == b'xxxxx'
+os.close(fd2)
+fd = os.open(os.path.join(d, 'big'), os.O_WRONLY)
+assert os.pwrite(fd, b'y', 0) == 1
+os.close(fd)
+t = os.path.join(d, 't')
+fd = os.open(t, os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b'abc')
+os.close(fd)
+fd = os.open(t, os.O_RDWR | os.O_TRUNC)
+assert os.fstat(fd).st_size == 0
+os.close(fd)
+os.unlink(t)
+PY
+}
+
 # ra_run LABEL [OPTIONS...] -- mount cold, print "read_ahead_kb misses"
 # where misses are those of 16 sequential 4 KiB reads of big.  LABEL
-# trace: the daemon in the foreground with -d, its trace in $T/trace.
+# trace.*: the daemon in the foreground with -d, its trace in $T/LABEL.
 ra_run() {
   local label=$1 i
   shift
   rm -f "$st"
-  if [ "$label" = trace ]; then
-    "$UBJ" mount -d -m none --stats "$st" "$@" "$img" "$mnt" 2>"$T/trace" &
+  if [ "${label%%.*}" = trace ]; then
+    "$UBJ" mount -d -m none --stats "$st" "$@" "$img" "$mnt" 2>"$T/$label" &
     FL_MOUNTS+=("$mnt")
     FL_PID[$mnt]=$!
     for ((i = 0; i < 100; i++)); do mountpoint -q "$mnt" && break; sleep 0.1; done
@@ -58,18 +90,19 @@ ra_run() {
   m1=$(misses)
   dd if="$mnt/big" of=/dev/null bs=4096 count=16 status=none
   m2=$(misses)
+  if [ "$label" = trace.fh ]; then fh_work >&2; fi
   fl_umount "$mnt"
   echo "$kb $((m2 - m1))"
 }
 
-read -r kb n <<<"$(ra_run default)"
+read -r kb n <<<"$(ra_run trace.default)"
 [ "$kb" -gt 0 ] || fl_fail "[default] read_ahead_kb $kb, want the kernel's (> 0)"
 [ "$n" -gt 16 ] || fl_fail "[default] 16 reads of 4 KiB missed $n blocks: no kernel read-ahead?"
 echo "readahead.sh: default: read_ahead_kb $kb, 16 x 4 KiB read $n blocks"
 read -r kb n <<<"$(ra_run off --readahead off)"
 [ "$kb" = 0 ] || fl_fail "[--readahead off] read_ahead_kb $kb, want 0"
 [ "$n" = 16 ] || fl_fail "[--readahead off] 16 reads of 4 KiB missed $n blocks, want 16"
-read -r kb n <<<"$(ra_run trace -o readahead=off-page)"
+read -r kb n <<<"$(ra_run trace.fh -o readahead=off-page,file_handles)"
 [ "$kb" = 0 ] || fl_fail "[-o readahead=off-page] read_ahead_kb $kb, want 0"
 [ "$n" = 16 ] || fl_fail "[-o readahead=off-page] missed $n blocks, want 16"
 echo "readahead.sh: off, off-page: read_ahead_kb 0, 16 x 4 KiB read 16 blocks"
@@ -86,9 +119,13 @@ for p in linux linux:64 linux-2013 oracle adaptive bogus ''; do
   esac
 done
 
-# OPEN and RELEASE round trips (the off-page run's -d trace)
-grep -A1 'opcode: OPEN ' "$T/trace" | grep -q 'success' ||
-  fl_fail "OPEN not answered with a file: $(grep -A1 'opcode: OPEN ' "$T/trace" | head -2)"
-grep -q 'opcode: RELEASE ' "$T/trace" || fl_fail "no RELEASE after the close"
+# OPEN and RELEASE round trips (the -d traces): by default the first
+# OPEN gets ENOSYS (the kernel's no-open mode); with -o file_handles it is
+# answered and RELEASE comes
+grep -A1 'opcode: OPEN ' "$T/trace.default" | grep -q 'error: -38' ||
+  fl_fail "default: OPEN answered $(grep -A1 'opcode: OPEN ' "$T/trace.default" | tail -1)"
+grep -A1 'opcode: OPEN ' "$T/trace.fh" | grep -q 'success' ||
+  fl_fail "file_handles: OPEN not answered with a file: $(grep -A1 'opcode: OPEN ' "$T/trace.fh" | head -2)"
+grep -q 'opcode: RELEASE ' "$T/trace.fh" || fl_fail "file_handles: no RELEASE after the close"
 fl_fsck "$img"
 echo "readahead.sh: ok"
