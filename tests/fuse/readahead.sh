@@ -12,7 +12,7 @@
 #    with -o file_handles OPEN and RELEASE are answered (fi->fh carries a
 #    struct ubj_file): in the daemon's -d trace OPEN succeeds and RELEASE
 #    comes, and a file unlinked while open is read through its handle.
-# Fails on 7fa1612: readahead= is an unknown option, and OPEN is answered
+# Fails on ad20b32: readahead= is an unknown option, and OPEN is answered
 # ENOSYS (the kernel's no-open mode).
 . "$(dirname "$0")/fuselib.bash"
 fl_need python3
