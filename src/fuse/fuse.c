@@ -22,9 +22,9 @@
  *     made for that OPEN or CREATE and has not closed: RELEASE (or the
  *     failed reply of the open) closes it, and ubj_unmount frees whatever
  *     the kernel never released.  A request with fh 0 (no_open, the
- *     default) uses the inode-number call.  Under writeback_cache an O_WRONLY open is
- *     made O_RDWR (as libfuse's passthrough_ll): the kernel reads through
- *     it to fill a partly written page.
+ *     default) uses the inode-number call.  Under writeback_cache an
+ *     O_WRONLY open is made O_RDWR (as libfuse's passthrough_ll): the
+ *     kernel reads through it to fill a partly written page.
  *
  * Invariants:
  *  R1 refs[] holds an entry for ino iff the kernel may hold the node id
@@ -827,11 +827,15 @@ static int fu_create_existing(struct ubj_fuse *f, fuse_ino_t parent,
 
 /* fu_create_open -- the open part of create: the file's struct ubj_file
  * (F1), after an O_TRUNC of an existing file the attributes again; with
- * no_open none is kept (the kernel sends no RELEASE then), *file NULL.
- * 0 or a negative errno (nothing left open). */
+ * no_open none is kept (the kernel sends no RELEASE then: *file NULL),
+ * and one is made only to truncate.  0 or a negative errno (nothing left
+ * open). */
 static int fu_create_open(struct ubj_fuse *f, struct ubj_stat *st, int oflags,
                           struct ubj_file **file)
 {
+    *file = NULL;
+    if (f->no_open && !(oflags & O_TRUNC))
+        return 0;
     int rc = fu_file_open(f, st->ino, oflags, file);
     if (rc == 0 && (oflags & O_TRUNC) && (rc = ubj_getattr(f->fs, st->ino, st)) < 0)
         (void)ubj_file_close(*file);
