@@ -153,7 +153,9 @@ int ubj_fs_error(struct ubj_fs *fs, char *msg, size_t len);
 
 /*
  * ubj_unmount -- commit, write back every dirty buffer, flush the device
- * and free the mount.  Files still open are closed (their orphans freed).
+ * and free the mount.  Files still open are closed (their orphans freed),
+ * and every struct ubj_file of the mount is freed (ubj_file_close of one
+ * afterwards is -EBADF).
  * Returns 0 or the first error seen (-EIO); the mount is freed either way.
  */
 int ubj_unmount(struct ubj_fs *fs);
@@ -489,6 +491,128 @@ int ubj_removexattr(struct ubj_fs *fs, ubj_ino_t ino, const char *name);
  */
 int ubj_fallocate(struct ubj_fs *fs, ubj_ino_t ino, int mode, off_t off,
                   off_t len);
+
+/* ---- open files (src/fs/ofile.c) --------------------------------------- */
+
+/*
+ * struct ubj_file -- one open file description (POSIX: what open(2)
+ * makes and close(2) ends; what dup(2) would share), beside the
+ * inode-number calls above, which stay: a ubj_file holds one ubj_open
+ * reference on its inode, its access mode, and the per-open-file state
+ * POSIX gives to an open file description -- the read-ahead policy hint
+ * of ubj_fadvise, and the stream state the read-ahead engine of issue 19
+ * (item 3) will keep there.  With `ubjfs mount -o file_handles` FUSE
+ * carries one per OPEN in fi->fh (docs/DESIGN.md, "Open files").  Opaque.
+ *
+ * Life: ubj_file_open -> any number of ubj_file_pread / ubj_file_pwrite /
+ * ubj_fadvise -> ubj_file_close (or ubj_unmount, which closes every file
+ * of the mount still open: their objects are freed).  After ubj_file_close
+ * or the unmount, the pointer is dead: ubj_file_close of it again returns
+ * -EBADF (the library keeps the set of live files, so it never follows a
+ * dead pointer there), but any other call with it is undefined, as a
+ * file descriptor number used after close(2) may name another file.
+ *
+ * Thread-safety: every call may run in several threads at once, on one
+ * file as on several; ubj_file_close must not run while another call on
+ * the same file is in progress (as close(2) of a descriptor in use).
+ */
+struct ubj_file;
+
+/* The advice of ubj_fadvise (the values of POSIX_FADV_*, Linux's). */
+#define UBJ_FADV_NORMAL     0  /* no hint: the mount's read-ahead policy */
+#define UBJ_FADV_RANDOM     1  /* random access: read ahead nothing */
+#define UBJ_FADV_SEQUENTIAL 2  /* sequential: a larger read-ahead window */
+#define UBJ_FADV_WILLNEED   3  /* read the range into the cache now */
+#define UBJ_FADV_DONTNEED   4  /* drop the range's clean cached blocks */
+
+/*
+ * ubj_file_open -- open `ino` (any type ubj_open opens) as a new open file
+ * description: takes one ubj_open reference (so an unlinked inode lives
+ * until the last close), and O_TRUNC truncates a regular file, as
+ * ubj_open.  flags: the access mode (O_RDONLY, O_WRONLY, O_RDWR) decides
+ * which of ubj_file_pread and ubj_file_pwrite it allows; other flags are
+ * passed to ubj_open, which looks at O_TRUNC only (O_APPEND is not kept:
+ * ubj_file_pwrite writes at the offset it is given, as FUSE's kernel
+ * sends them).  The read-ahead hint starts as UBJ_FADV_NORMAL.
+ * Returns 0 and *out; -EINVAL (fs or out NULL, or an access mode of 3);
+ * ubj_open's errors (-ENOENT, -EISDIR, -EROFS, -ENOSPC, -EIO); -ENOMEM.
+ * Thread-safe (ubj_open takes the mount lock; then the library's lock of
+ * its set of live files).
+ */
+int ubj_file_open(struct ubj_fs *fs, ubj_ino_t ino, int flags,
+                  struct ubj_file **out);
+
+/*
+ * ubj_file_close -- end the open file description: drops its ubj_open
+ * reference (the last close of an unlinked inode frees it, as
+ * ubj_release) and frees the object, whatever the result.  Returns 0;
+ * -EBADF (NULL, already closed, or closed by ubj_unmount: nothing is
+ * touched); ubj_release's -EIO (the object is freed all the same, as
+ * close(2) frees the descriptor on EIO).  Thread-safe, but see above.
+ */
+int ubj_file_close(struct ubj_file *file);
+
+/*
+ * ubj_file_pread -- pread(2) through an open file: ubj_pread of its inode
+ * (holes read as zeros, relatime).  Returns the bytes read (0 at or past
+ * EOF); -EBADF (NULL, or opened O_WRONLY); ubj_pread's errors.
+ */
+ssize_t ubj_file_pread(struct ubj_file *file, void *buf, size_t size, off_t off);
+
+/*
+ * ubj_file_pwrite -- pwrite(2) through an open file: ubj_pwrite of its
+ * inode at `off`.  Returns the bytes written; -EBADF (NULL, or opened
+ * O_RDONLY); ubj_pwrite's errors.
+ */
+ssize_t ubj_file_pwrite(struct ubj_file *file, const void *buf, size_t size,
+                        off_t off);
+
+/*
+ * ubj_fadvise -- posix_fadvise(2) on [off, off + len) (len 0: to the end
+ * of the file), per open file description, with Linux's semantics
+ * (mm/fadvise.c) where ubjfs has the object:
+ *   UBJ_FADV_NORMAL, _SEQUENTIAL, _RANDOM: set this open file's read-ahead
+ *     hint (ubj_file_advice); the range is ignored.  Today nothing reads
+ *     ahead (issue 19: the engine of item 3 follows the hint), so the
+ *     hint changes no read yet.
+ *   UBJ_FADV_WILLNEED: read the range's mapped blocks into the cache now,
+ *     synchronously, through the ordinary read path (ubj_cache_get, one
+ *     device read per block missing; holes and unwritten extents read
+ *     nothing), clipped at the end of the file and to half the cache
+ *     (ubj_config.cache_blocks / 2 blocks: more would evict its own first
+ *     blocks).  LIMIT (until issue 19 item 3 gives the cache a read-ahead
+ *     allocation): a miss takes its buffer as any read does -- CLOCK may
+ *     write a cold dirty buffer home first, or ask the mode to commit
+ *     (reclaim); read-ahead proper will take only free or clean
+ *     unreferenced buffers.  A device error stops it and is not returned
+ *     (the read that needs the block reports it), as Linux.
+ *   UBJ_FADV_DONTNEED: drop the range's cached blocks that are clean and
+ *     unreferenced -- whole blocks only, except the file's last block
+ *     when the range reaches the end of the file, as Linux keeps partial
+ *     pages.  Dirty, frozen (mode ubj) and referenced blocks stay; unlike
+ *     Linux it starts no write-back of dirty ones (writing home is the
+ *     consistency mode's decision).
+ * On a file that is not regular (a directory, symlink, device node or
+ * socket) the hints are stored and WILLNEED and DONTNEED do nothing, but
+ * WILLNEED and DONTNEED of a FIFO are -ESPIPE, as Linux (which refuses
+ * the hints there too; ubj_file keeps no file type to do so).  Returns 0; -EBADF (NULL); -EINVAL (unknown
+ * advice, off < 0 or len < 0); -ESPIPE; -ENOENT and -EIO from reading
+ * the inode and its extent map (WILLNEED, DONTNEED).  atime is not
+ * changed.  Thread-safe (WILLNEED and DONTNEED take the mount lock).
+ * FUSE forwards no fadvise to a file system: through a mount, only the
+ * kernel's page cache follows a program's posix_fadvise.
+ */
+int ubj_fadvise(struct ubj_file *file, off_t off, off_t len, int advice);
+
+/*
+ * ubj_file_advice -- this open file's read-ahead hint: UBJ_FADV_NORMAL,
+ * UBJ_FADV_SEQUENTIAL or UBJ_FADV_RANDOM (the last set by ubj_fadvise);
+ * -EBADF for NULL.  Lock-free, thread-safe.
+ */
+int ubj_file_advice(const struct ubj_file *file);
+
+/* ubj_file_ino -- the inode this file is open on (0 for NULL). */
+ubj_ino_t ubj_file_ino(const struct ubj_file *file);
 
 /* ---- path helpers (tools, tests) --------------------------------------- */
 

@@ -2,7 +2,7 @@
  * cache.c -- the unified buffer cache (src/cache/cache.h): the buffer pool,
  * the block hash, CLOCK replacement, reads on a miss, writing buffers home
  * (one at a time or sorted and coalesced) from stable snapshots through
- * the mode's write hooks, forget/invalidate, statistics.
+ * the mode's write hooks, forget/invalidate/drop_clean, statistics.
  *
  * Data structures [all protected by c->lock unless said otherwise]:
  *   desc[nbufs]    persistent descriptors (maybe caller memory, later NVM)
@@ -129,6 +129,7 @@
  *                           wrote it with ubj_cache_write_bufs, which
  *                           leaves states alone)
  *   CLEAN       FREE        cache_clock_locked (victim), ubj_cache_invalidate,
+ *                           ubj_cache_drop_clean (fadvise DONTNEED),
  *                           ubj_cache_forget, cache_release_locked (GONE)
  *   DIRTY       FREE        ubj_cache_forget / ubj_cache_revoke (block
  *                           freed), ubj_cache_set_state
@@ -1395,6 +1396,20 @@ void ubj_cache_invalidate(struct ubj_cache *c)
     }
     assert(assert_cache_invariants(c));
     pthread_mutex_unlock(&c->lock);
+}
+
+/* ubj_cache_drop_clean -- drop blkno's cached version if it is CLEAN,
+ * unreferenced, idle and the only version (fadvise DONTNEED). */
+bool ubj_cache_drop_clean(struct ubj_cache *c, uint64_t blkno)
+{
+    pthread_mutex_lock(&c->lock);
+    struct ubj_buf *b = cache_find_locked(c, blkno);
+    bool drop = b != NULL && b->d->state == UBJ_BUF_CLEAN && b->refcnt == 0 &&
+                !b->io_busy && b->d->older == UBJ_NOBUF;
+    if (drop)
+        cache_set_state_locked(c, b, UBJ_BUF_FREE, b->d->txid);
+    pthread_mutex_unlock(&c->lock);
+    return drop;
 }
 
 /* ---- UBJ: adopt, copy-on-write, seal, revoke, checkpoint writes ---------- */

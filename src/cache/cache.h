@@ -398,6 +398,12 @@ int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
 /* ubj_cache_invalidate -- drop every unreferenced CLEAN buffer. */
 void ubj_cache_invalidate(struct ubj_cache *c);
 
+/* ubj_cache_drop_clean -- drop the cached version of blkno if it is CLEAN,
+ * unreferenced, not in I/O and has no older version (ubj_cache_invalidate
+ * for one block; fadvise DONTNEED).  Never writes, never touches a DIRTY,
+ * FROZEN or referenced buffer.  Returns whether it dropped one. */
+bool ubj_cache_drop_clean(struct ubj_cache *c, uint64_t blkno);
+
 /*
  * ubj_cache_take_cold_frozen -- how many cold FROZEN or PINNED dirty
  * buffers CLOCK passed since the last call (and reset that count).  Such

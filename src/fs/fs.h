@@ -13,6 +13,7 @@
  *             open table, the orphan list, freeing an inode
  *   extent.c  the per-file extent tree: map, allocate, truncate, walk
  *   file.c    pread, pwrite, setattr, fsync, open/release
+ *   ofile.c   open file descriptions (struct ubj_file), fadvise
  *   dir.c     the per-directory B+tree of names: lookup, add, remove,
  *             iterate, walk
  *   namei.c   namespace operations (mknod, mkdir, unlink, rmdir, rename,
@@ -87,6 +88,8 @@ struct ubj_fs {
     uint64_t balloc_hint;          /* next-fit cursor for blocks */
     uint64_t ialloc_hint;          /* next-fit cursor for inodes */
     struct fs_open *open[FS_OPEN_BUCKETS];
+    struct ubj_file *files;        /* ofile.c's open files of this mount
+                                      [its ofile_lock, not this lock] */
     uint64_t generation;           /* next inode generation */
     int error;                     /* first I/O error (sticky), 0 if none */
     char mount_error[256];         /* why mount came up read-only, or "" */
@@ -247,6 +250,24 @@ void fs_ext_init(struct ubj_inode *ip);
 /* ---- file.c ---- */
 int fs_truncate(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
                 uint64_t size);
+
+/* ---- ofile.c ---- */
+/* fs_files_close_all -- ubj_unmount: free every struct ubj_file still open
+ * on fs (a later ubj_file_close of one is -EBADF); their open references
+ * go with the open table. */
+void fs_files_close_all(struct ubj_fs *fs);
+#if UBJ_TEST_HOOKS
+/* Deliberately broken variants of ofile.c, for tests/unit/ofile.c. */
+enum fs_ofile_break {
+    FS_OFILE_BREAK_NONE = 0,
+    FS_OFILE_BREAK_DONTNEED_NOOP = 1,     /* DONTNEED drops nothing */
+    FS_OFILE_BREAK_DONTNEED_PARTIAL = 2,  /* ... and partial blocks too */
+    FS_OFILE_BREAK_WILLNEED_NOOP = 3,     /* WILLNEED reads nothing */
+    FS_OFILE_BREAK_ADVICE_LOST = 4,       /* NORMAL/RANDOM/SEQUENTIAL not kept */
+    FS_OFILE_BREAK_CLOSE_KEEPS_REF = 5,   /* close leaks the open reference */
+};
+void fs_ofile_test_break(enum fs_ofile_break which);
+#endif
 
 /* ---- dir.c ---- */
 int fs_dir_init(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir);

@@ -17,6 +17,15 @@
  * whatever the kernel never forgets is released by ubj_fuse_destroy and
  * ubj_unmount.
  *
+ * Open files:
+ *  F1 fi->fh of a file request is 0 or a struct ubj_file this frontend
+ *     made for that OPEN or CREATE and has not closed: RELEASE (or the
+ *     failed reply of the open) closes it, and ubj_unmount frees whatever
+ *     the kernel never released.  A request with fh 0 (no_open, the
+ *     default) uses the inode-number call.  Under writeback_cache an
+ *     O_WRONLY open is made O_RDWR (as libfuse's passthrough_ll): the
+ *     kernel reads through it to fill a partly written page.
+ *
  * Invariants:
  *  R1 refs[] holds an entry for ino iff the kernel may hold the node id
  *     (count = entries replied minus FORGETs), and then exactly one
@@ -34,15 +43,26 @@
  * Round trips.  Every request costs the caller a round trip to this
  * daemon (tens to hundreds of microseconds: two thread wake-ups, often on
  * another CPU), so the frontend asks for as few as the semantics allow:
- *  - no OPEN/RELEASE and OPENDIR/RELEASEDIR: where the kernel supports it
- *    (FUSE_CAP_NO_OPEN_SUPPORT and ..._NO_OPENDIR_..., Linux >= 5.1) the
- *    first OPEN is answered ENOSYS, which tells the kernel to open files
- *    itself from then on.  Nothing is lost: an open file pins its kernel
- *    inode, so the lookup reference (R1) keeps an unlinked file alive
- *    until its last close, and the kernel then truncates for O_TRUNC with
- *    SETATTR (ATOMIC_O_TRUNC is not asked for).  On older kernels open
- *    and create take their own ubj_open reference, released by RELEASE,
- *    and O_TRUNC rides on OPEN.
+ *  - no OPEN/RELEASE by default: where the kernel supports it
+ *    (FUSE_CAP_NO_OPEN_SUPPORT, Linux >= 5.1) the first OPEN is answered
+ *    ENOSYS, which tells the kernel to open files itself from then on;
+ *    requests carry fh 0 and use the inode-number calls, and the kernel
+ *    truncates for O_TRUNC with SETATTR.  Nothing is lost: an open file
+ *    pins its kernel inode, so the lookup reference (R1) keeps an
+ *    unlinked file alive until its last close.  -o file_handles (and any
+ *    kernel without the capability) keeps OPEN and RELEASE: each OPEN and
+ *    CREATE makes a struct ubj_file (ubjfs.h, "open files": the open file
+ *    description whose read-ahead state issue 19 keeps), carried in
+ *    fi->fh and closed by RELEASE, READ and WRITE go through it (F1), and
+ *    O_TRUNC rides on OPEN (ATOMIC_O_TRUNC).  That costs two round trips
+ *    per open(2)/close(2) of an existing file (PostMark 1.29x the time,
+ *    docs/PERFORMANCE.md, "OPEN and RELEASE") and buys nothing until the
+ *    read-ahead engine keeps per-open state (issue 19, item 3), whose
+ *    per-stream policies will need it; off and off-page never do.
+ *  - no OPENDIR/RELEASEDIR: where the kernel supports it
+ *    (FUSE_CAP_NO_OPENDIR_SUPPORT, Linux >= 5.1) the first OPENDIR is
+ *    answered ENOSYS, which tells the kernel to open directories itself
+ *    from then on (readdir cookies are stable: nothing to keep per open).
  *  - FUSE over io_uring where the kernel offers it (fuse_uring.h): the
  *    request and its reply stay on the caller's CPU.
  *  - no GETXATTR of security.capability before every write(2): the INIT
@@ -65,6 +85,15 @@
  *    write(2) with ENOSPC.  Not the default: measured slower in mode ubj
  *    (fsync waits for the kernel's background writeback; dirty-page
  *    throttling of the mount), docs/PERFORMANCE.md.
+ *
+ * Read-ahead.  The kernel's page cache reads ahead above this daemon
+ * (READs larger than the program asked for, up to the mount's bdi
+ * read_ahead_kb, the max_readahead of INIT's reply: 128 KiB unless told).
+ * --readahead off or off-page (issue 19) answer INIT with max_readahead 0,
+ * so the kernel asks for what the program reads and nothing more; no
+ * option keeps the kernel's window.  FUSE forwards no fadvise: a
+ * program's posix_fadvise reaches the kernel's page cache only, never
+ * ubj_fadvise.
  *
  * WB.  With writeback_cache, write(2) copies into the kernel's page cache
  * and returns; the kernel sends the pages here later (FUSE_WRITE with
@@ -143,7 +172,8 @@ struct ubj_fuse {
     char *fsname;
     bool mounted;
     bool signals;
-    bool no_open;             /* the kernel may skip OPEN/OPENDIR (init) */
+    bool no_opendir;          /* the kernel may skip OPENDIR (init) */
+    bool no_open;             /* no -o file_handles, and the kernel may skip OPEN (init) */
     bool wb;                  /* the kernel caches writes (init) */
     uint64_t reserve;         /* blocks kept for the kernel's dirty pages (WB) */
     pthread_mutex_t ref_lock;
@@ -374,10 +404,10 @@ static void fu_init(void *userdata, struct fuse_conn_info *conn)
     struct ubj_fuse *f = userdata;
     unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_READDIRPLUS |
                     FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS;
-    unsigned noopen = FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
-    f->no_open = (conn->capable & noopen) == noopen;
+    f->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
+    f->no_open = !f->o.file_handles && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
     if (!f->no_open)
-        want |= FUSE_CAP_ATOMIC_O_TRUNC;   /* else the kernel truncates by setattr */
+        want |= FUSE_CAP_ATOMIC_O_TRUNC;   /* O_TRUNC rides on OPEN */
     if (f->o.writeback_cache && !f->o.rdonly)
         want |= FUSE_CAP_WRITEBACK_CACHE;
     want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;   /* changes all come through here */
@@ -392,6 +422,8 @@ static void fu_init(void *userdata, struct fuse_conn_info *conn)
     if (!f->wb)
         f->reserve = 0;
     conn->max_write = UBJ_FUSE_MAX_WRITE;
+    if (f->o.no_kernel_readahead)      /* the bdi's read_ahead_kb becomes 0 */
+        conn->max_readahead = 0;
     if (f->o.max_read > 0)             /* libfuse refuses INIT unless equal */
         conn->max_read = f->o.max_read;
 #if UBJ_TEST_HOOKS   /* a test build only (CMake option UBJ_TEST_HOOKS) */
@@ -746,23 +778,40 @@ static void fu_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- files ------------------------------------------------------------------ */
 
-/* fu_open -- open(2): a library open reference (O_TRUNC included). */
+/* fu_file -- the open file of a request (F1), or NULL. */
+static struct ubj_file *fu_file(const struct fuse_file_info *fi)
+{
+    return fi != NULL && fi->fh != 0 ? (struct ubj_file *)(uintptr_t)fi->fh : NULL;
+}
+
+/* fu_file_open -- a struct ubj_file for an OPEN or CREATE of ino (F1:
+ * O_WRONLY is O_RDWR under writeback_cache). */
+static int fu_file_open(struct ubj_fuse *f, ubj_ino_t ino, int flags,
+                        struct ubj_file **file)
+{
+    if (f->wb && (flags & O_ACCMODE) == O_WRONLY)
+        flags = (flags & ~O_ACCMODE) | O_RDWR;
+    return ubj_file_open(f->fs, ino, flags, file);
+}
+
+/* fu_open -- open(2): a struct ubj_file in fi->fh (O_TRUNC included). */
 static void fu_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct ubj_fuse *f = fu_get(req);
+    struct ubj_file *file;
     if (f->no_open) {                  /* see "Round trips" at the top */
         fuse_reply_err(req, ENOSYS);
         return;
     }
-    int rc = ubj_open(f->fs, ino, fi->flags);
+    int rc = fu_file_open(f, ino, fi->flags, &file);
     if (rc < 0) {
         fu_err(req, rc, "open");
         return;
     }
     fi->keep_cache = 1;      /* every change comes through this mount */
-    fi->fh = 0;
+    fi->fh = (uint64_t)(uintptr_t)file;
     if (fuse_reply_open(req, fi) != 0)
-        (void)ubj_release(f->fs, ino);
+        (void)ubj_file_close(file);
 }
 
 /* fu_create_existing -- create found the name taken (without O_EXCL): open
@@ -776,19 +825,24 @@ static int fu_create_existing(struct ubj_fuse *f, fuse_ino_t parent,
     return rc;
 }
 
-/* fu_create_open -- the open part of create: an open reference unless
- * the kernel opens files itself (no_open: it sends no RELEASE then); an
- * O_TRUNC of an existing file is done either way.  0 or a negative errno. */
-static int fu_create_open(struct ubj_fuse *f, struct ubj_stat *st, int oflags)
+/* fu_create_open -- the open part of create: the file's struct ubj_file
+ * (F1), after an O_TRUNC of an existing file the attributes again; with
+ * no_open none is kept (the kernel sends no RELEASE then: *file NULL),
+ * and one is made only to truncate.  0 or a negative errno (nothing left
+ * open). */
+static int fu_create_open(struct ubj_fuse *f, struct ubj_stat *st, int oflags,
+                          struct ubj_file **file)
 {
-    bool trunc = (oflags & O_TRUNC) != 0;
-    if (f->no_open && !trunc)
+    *file = NULL;
+    if (f->no_open && !(oflags & O_TRUNC))
         return 0;
-    int rc = ubj_open(f->fs, st->ino, oflags);
-    if (rc == 0 && trunc && (rc = ubj_getattr(f->fs, st->ino, st)) < 0)
-        (void)ubj_release(f->fs, st->ino);
-    if (rc == 0 && f->no_open)
-        rc = ubj_release(f->fs, st->ino);
+    int rc = fu_file_open(f, st->ino, oflags, file);
+    if (rc == 0 && (oflags & O_TRUNC) && (rc = ubj_getattr(f->fs, st->ino, st)) < 0)
+        (void)ubj_file_close(*file);
+    if (rc == 0 && f->no_open) {
+        rc = ubj_file_close(*file);
+        *file = NULL;
+    }
     return rc;
 }
 
@@ -800,6 +854,7 @@ static void fu_create(fuse_req_t req, fuse_ino_t parent, const char *name,
     struct ubj_fuse *f = fu_get(req);
     struct ubj_cred cr = fu_cred(req);
     struct ubj_stat st;
+    struct ubj_file *file = NULL;
     int oflags = fi->flags & ~O_TRUNC;
     int rc;
     FU_RETRY(f, rc, ubj_create(f->fs, parent, name, mode, &cr, &st));
@@ -808,9 +863,9 @@ static void fu_create(fuse_req_t req, fuse_ino_t parent, const char *name,
         oflags = fi->flags;
     }
     if (rc == 0)
-        rc = fu_create_open(f, &st, oflags);
-    if (rc == 0 && (rc = fu_ref_get(f, st.ino)) < 0 && !f->no_open)
-        (void)ubj_release(f->fs, st.ino);
+        rc = fu_create_open(f, &st, oflags, &file);
+    if (rc == 0 && (rc = fu_ref_get(f, st.ino)) < 0)
+        (void)ubj_file_close(file);
     if (rc < 0) {
         fu_err(req, rc, "create");
         return;
@@ -818,27 +873,27 @@ static void fu_create(fuse_req_t req, fuse_ino_t parent, const char *name,
     struct fuse_entry_param e;
     fu_entry_fill(f, &st, &e);
     fi->keep_cache = 1;
-    fi->fh = 0;
+    fi->fh = (uint64_t)(uintptr_t)file;
     if (fuse_reply_create(req, &e, fi) != 0) {
         fu_ref_put(f, st.ino, 1);
-        if (!f->no_open)
-            (void)ubj_release(f->fs, st.ino);
+        (void)ubj_file_close(file);
     } else if (f->wb && (fi->flags & O_ACCMODE) != O_RDONLY && fu_wb_low(f)) {
         fu_enospc_set(f, st.ino);          /* W2: the first write(2) fails */
     }
 }
 
-/* fu_read -- pread(2) into this thread's buffer. */
+/* fu_read -- pread(2) into this thread's buffer, through the open file. */
 static void fu_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    (void)fi;
     char *buf = fu_buffer(size);
     if (buf == NULL) {
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    ssize_t n = ubj_pread(fu_get(req)->fs, ino, buf, size, off);
+    struct ubj_file *file = fu_file(fi);
+    ssize_t n = file != NULL ? ubj_file_pread(file, buf, size, off)
+                             : ubj_pread(fu_get(req)->fs, ino, buf, size, off);
     if (n < 0)
         fu_err(req, (int)n, "read");
     else
@@ -870,7 +925,9 @@ static void fu_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
     struct ubj_fuse *f = fu_get(req);
     ssize_t n;
     uint64_t killed = ubj_privs_killed(f->fs);
-    FU_RETRY(f, n, ubj_pwrite(f->fs, ino, buf, size, off));
+    struct ubj_file *file = fu_file(fi);
+    FU_RETRY(f, n, file != NULL ? ubj_file_pwrite(file, buf, size, off)
+                                : ubj_pwrite(f->fs, ino, buf, size, off));
     fu_mode_changed(f, ino, killed);
     if (f->wb && fi != NULL && fi->writepage)
         fu_writeback(req, ino, size, off, n);
@@ -880,17 +937,16 @@ static void fu_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
         fuse_reply_write(req, (size_t)n);
 }
 
-/* fu_release -- the last close of an open (or a create): drop its
- * reference (an unlinked file is freed once the kernel forgot it too). */
+/* fu_release -- the last close of an open (or a create): close its
+ * struct ubj_file (F1; an unlinked file is freed once the kernel forgot
+ * it too). */
 static void fu_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    struct ubj_fuse *f = fu_get(req);
-    (void)fi;
-    if (!f->no_open) {                /* no_open: no reference was taken */
-        int rc = ubj_release(f->fs, ino);
-        if (rc < 0)
-            fu_log(rc, "release");
-    }
+    struct ubj_file *file = fu_file(fi);
+    (void)ino;
+    int rc = file != NULL ? ubj_file_close(file) : 0;
+    if (rc < 0)
+        fu_log(rc, "release");
     fuse_reply_err(req, 0);
 }
 
@@ -955,7 +1011,7 @@ static void fu_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 static void fu_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
-    if (fu_get(req)->no_open) {        /* see "Round trips" at the top */
+    if (fu_get(req)->no_opendir) {     /* see "Round trips" at the top */
         fuse_reply_err(req, ENOSYS);
         return;
     }

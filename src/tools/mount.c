@@ -111,6 +111,11 @@ static void mount_usage(void)
            "                         docs/DEVICES.md.  Requests take the modeled time.\n"
            "                         A request queue may go on top:\n"
            "                         queue:clook@hdd:modern7200 (fcfs, clook, sptf)\n"
+           "      --readahead P      read-ahead policy (also -o readahead=P): off or\n"
+           "                         off-page -- the kernel reads ahead nothing\n"
+           "                         above the mount (FUSE max_readahead 0); without\n"
+           "                         it, the kernel's default window.  linux[:KIB],\n"
+           "                         linux-2013, oracle, adaptive: not yet (refused)\n"
            "      --stats FILE       write the statistics (the model's, or the image's\n"
            "                         requests; the cache's, commits) to FILE at\n"
            "                         unmount and on SIGUSR1 (with --device and no\n"
@@ -147,10 +152,14 @@ static void mount_usage(void)
            "      scrub              run fsck's checks (read-only) before going\n"
            "                         read-write; on a finding the mount stays\n"
            "                         read-only (costs about one fsck -n)\n"
+           "      file_handles       OPEN and RELEASE reach the daemon, which keeps\n"
+           "                         an open-file object per open (two round trips\n"
+           "                         more per open and close)\n"
+           "      no_file_handles    the kernel opens files itself (the default)\n"
            "      no_killpriv_v2     let the kernel clear set-id bits and file\n"
            "                         capabilities (one more request per write)\n"
            "      mode=, nvm=, nvm_profile=, device=, stats=, cache_size=,\n"
-           "      commit_interval=, pid_file=, log=, format_nvm\n"
+           "      commit_interval=, pid_file=, log=, readahead=, format_nvm\n"
            "                         the options above (--mode M as mode=M; an\n"
            "                         /etc/fstab line gives them so)\n"
            "      --help             print this help\n\n"
@@ -191,7 +200,7 @@ static int mount_opt_value(struct mount_args *a, int c, const char *arg);
 static const struct { const char *key; int c; } mount_valued[] = {
     { "mode", 'm' }, { "nvm", 'N' }, { "nvm_profile", 'P' }, { "device", 'D' },
     { "stats", 'S' }, { "cache_size", 'c' }, { "commit_interval", 'i' },
-    { "pid_file", 'p' }, { "log", 'L' },
+    { "pid_file", 'p' }, { "log", 'L' }, { "readahead", 'R' },
 };
 
 /* mount_own_opt -- one -o option that is ours: 1 taken, 0 not ours, or a
@@ -246,6 +255,7 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         return 0;
     } else if ((MOUNT_KEY("io_uring") || MOUNT_KEY("no_io_uring") ||
                 MOUNT_KEY("killpriv_v2") || MOUNT_KEY("no_killpriv_v2") ||
+                MOUNT_KEY("file_handles") || MOUNT_KEY("no_file_handles") ||
                 MOUNT_KEY("scrub") || MOUNT_KEY("format_nvm") ||
                 MOUNT_KEY("writeback_cache") || MOUNT_KEY("no_writeback_cache")) && v)
         rc = -EINVAL;                   /* a flag given a value */
@@ -253,6 +263,10 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         a->fo.no_io_uring = false;
     else if (MOUNT_KEY("no_io_uring") && !v)
         a->fo.no_io_uring = true;
+    else if (MOUNT_KEY("file_handles") && !v)
+        a->fo.file_handles = true;
+    else if (MOUNT_KEY("no_file_handles") && !v)
+        a->fo.file_handles = false;
     else if (MOUNT_KEY("killpriv_v2") && !v)
         a->fo.no_killpriv_v2 = false;
     else if (MOUNT_KEY("no_killpriv_v2") && !v)
@@ -299,6 +313,25 @@ static int mount_opts(struct mount_args *a, const char *arg)
     return ret;
 }
 
+/* mount_readahead -- --readahead P / -o readahead=P: the read-ahead
+ * policies of issue 19.  off and off-page: the kernel reads ahead nothing
+ * above the mount (INIT's max_readahead 0); the others come with the
+ * read-ahead engine and are refused until then.  -1 or an exit code. */
+static int mount_readahead(struct mount_args *a, const char *arg)
+{
+    static const char *const later[] = { "linux", "linux-2013", "oracle", "adaptive" };
+    if (strcmp(arg, "off") == 0 || strcmp(arg, "off-page") == 0) {
+        a->fo.no_kernel_readahead = true;
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+        if (strcmp(arg, later[i]) == 0 || (i == 0 && strncmp(arg, "linux:", 6) == 0))
+            return tools_usage_err("readahead=%s: not yet: linux[:KIB], linux-2013, "
+                                   "oracle and adaptive come with the read-ahead "
+                                   "engine (issue 19); today off or off-page", arg);
+    return tools_usage_err("bad readahead=%s (off or off-page)", arg);
+}
+
 /* mount_opt_value -- one option with an argument; -1 or an exit code. */
 static int mount_opt_value(struct mount_args *a, int c, const char *arg)
 {
@@ -325,6 +358,8 @@ static int mount_opt_value(struct mount_args *a, int c, const char *arg)
     case 'S':
         a->stats = arg;
         return -1;
+    case 'R':
+        return mount_readahead(a, arg);
     case 'o':
         return mount_opts(a, arg);
     case 'c':
@@ -360,6 +395,7 @@ static int mount_parse(int argc, char **argv, struct mount_args *a)
         { "device", required_argument, NULL, 'D' },
         { "nvm-profile", required_argument, NULL, 'P' },
         { "stats", required_argument, NULL, 'S' },
+        { "readahead", required_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'H' },
         { NULL, 0, NULL, 0 },
     };

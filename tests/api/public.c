@@ -3,7 +3,8 @@
  * links only the core library (no src/ include directory, no SQLite, no
  * evaluation library, no cmocka: see CMakeLists.txt, tests/api).  Formats
  * a RAM device and an image file, mounts each, creates, writes and reads a
- * file, unmounts, mounts again to read it back, and checks the image.
+ * file (by inode number and through a struct ubj_file), unmounts, mounts
+ * again to read it back, and checks the image.
  * tests/api/links.cmake checks the binary needs no SQLite.
  */
 #include <errno.h>
@@ -53,6 +54,17 @@ static void pub_read_back(struct ubj_fs *fs, const char *want)
         pub_fail("ubj_pread", (long)n);
     if ((rc = ubj_release(fs, st.ino)) != 0)
         pub_fail("ubj_release", rc);
+    struct ubj_file *f;                     /* the same through an open file */
+    if ((rc = ubj_file_open(fs, st.ino, O_RDONLY, &f)) != 0)
+        pub_fail("ubj_file_open", rc);
+    if ((rc = ubj_fadvise(f, 0, 0, UBJ_FADV_WILLNEED)) != 0)
+        pub_fail("ubj_fadvise", rc);
+    memset(buf, 0, sizeof buf);
+    n = ubj_file_pread(f, buf, sizeof buf - 1, 0);
+    if (n != (ssize_t)strlen(want) || memcmp(buf, want, (size_t)n) != 0)
+        pub_fail("ubj_file_pread", (long)n);
+    if ((rc = ubj_file_close(f)) != 0)
+        pub_fail("ubj_file_close", rc);
 }
 
 /* pub_run -- format `dev` in `mode`, write /hello, read it back after a

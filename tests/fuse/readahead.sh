@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# readahead.sh -- the mount's side of issue 19, item 1:
+#  - --readahead off / -o readahead=off-page answer INIT with
+#    max_readahead 0: the mount's bdi read_ahead_kb is 0 (and without the
+#    option the kernel's default, above 0), and the kernel then asks for
+#    what a program reads and no more: 16 sequential 4 KiB reads of a cold
+#    file cost exactly 16 cache misses (more with the kernel's window);
+#  - the policies that come with the read-ahead engine (linux[:KIB],
+#    linux-2013, oracle, adaptive) and unknown names are usage errors
+#    (exit 2, one line);
+#  - by default OPEN is answered ENOSYS (the kernel opens files itself);
+#    with -o file_handles OPEN and RELEASE are answered (fi->fh carries a
+#    struct ubj_file): in the daemon's -d trace OPEN succeeds and RELEASE
+#    comes, and a file unlinked while open is read through its handle.
+# Fails on ad20b32: readahead= is an unknown option, and OPEN is answered
+# ENOSYS (the kernel's no-open mode).
+. "$(dirname "$0")/fuselib.bash"
+fl_need python3
+fl_init
+img=$T/disk.img
+mnt=$T/mnt
+st=$T/stats
+fl_mkfs "$img" 64M none
+head -c 1048576 /dev/urandom >"$T/big"
+"$UBJ" cp "$T/big" "$img:/big"
+mkdir -p "$mnt"
+
+# misses -- cache_misses now: the daemon's report after a SIGUSR1 (it
+# replaces --stats FILE by a rename: never half written)
+misses() {
+  local i
+  rm -f "$st"
+  kill -USR1 "${FL_PID[$mnt]}"
+  for ((i = 0; i < 100; i++)); do
+    grep -qs '(SIGUSR1)' "$st" && break
+    sleep 0.1
+  done
+  awk '$1 == "cache_misses" { v = $2 } END { if (v == "") exit 1; print v }' "$st" ||
+    fl_fail "no report after SIGUSR1"
+}
+
+# fh_work -- files through their handles: create, open, unlink while
+# open, a write-only open, O_TRUNC on OPEN
+fh_work() {
+  python3 - "$mnt" <<'PY' || fl_fail "file_handles: the workload failed"
+import os, sys
+d = sys.argv[1]
+p = os.path.join(d, 'h')
+fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.pwrite(fd, b'x' * 10000, 0)
+fd2 = os.open(p, os.O_RDONLY)
+os.unlink(p)
+assert os.pread(fd2, 10000, 0) == b'x' * 10000
+os.close(fd)
+assert os.pread(fd2, 5, 9995) == b'xxxxx'
+os.close(fd2)
+fd = os.open(os.path.join(d, 'big'), os.O_WRONLY)
+assert os.pwrite(fd, b'y', 0) == 1
+os.close(fd)
+t = os.path.join(d, 't')
+fd = os.open(t, os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b'abc')
+os.close(fd)
+fd = os.open(t, os.O_RDWR | os.O_TRUNC)
+assert os.fstat(fd).st_size == 0
+os.close(fd)
+os.unlink(t)
+PY
+}
+
+# ra_run LABEL [OPTIONS...] -- mount cold, print "read_ahead_kb misses"
+# where misses are those of 16 sequential 4 KiB reads of big.  LABEL
+# trace.*: the daemon in the foreground with -d, its trace in $T/LABEL.
+ra_run() {
+  local label=$1 i
+  shift
+  rm -f "$st"
+  if [ "${label%%.*}" = trace ]; then
+    "$UBJ" mount -d -m none --stats "$st" "$@" "$img" "$mnt" 2>"$T/$label" &
+    FL_MOUNTS+=("$mnt")
+    FL_PID[$mnt]=$!
+    for ((i = 0; i < 100; i++)); do mountpoint -q "$mnt" && break; sleep 0.1; done
+  else
+    fl_mount "$img" "$mnt" none --stats "$st" "$@"
+  fi
+  local kb
+  kb=$(cat "/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb")
+  stat "$mnt/big" >/dev/null                    # the inode is cached
+  local m1 m2
+  m1=$(misses)
+  dd if="$mnt/big" of=/dev/null bs=4096 count=16 status=none
+  m2=$(misses)
+  if [ "$label" = trace.fh ]; then fh_work >&2; fi
+  fl_umount "$mnt"
+  echo "$kb $((m2 - m1))"
+}
+
+read -r kb n <<<"$(ra_run trace.default)"
+[ "$kb" -gt 0 ] || fl_fail "[default] read_ahead_kb $kb, want the kernel's (> 0)"
+[ "$n" -gt 16 ] || fl_fail "[default] 16 reads of 4 KiB missed $n blocks: no kernel read-ahead?"
+echo "readahead.sh: default: read_ahead_kb $kb, 16 x 4 KiB read $n blocks"
+read -r kb n <<<"$(ra_run off --readahead off)"
+[ "$kb" = 0 ] || fl_fail "[--readahead off] read_ahead_kb $kb, want 0"
+[ "$n" = 16 ] || fl_fail "[--readahead off] 16 reads of 4 KiB missed $n blocks, want 16"
+read -r kb n <<<"$(ra_run trace.fh -o readahead=off-page,file_handles)"
+[ "$kb" = 0 ] || fl_fail "[-o readahead=off-page] read_ahead_kb $kb, want 0"
+[ "$n" = 16 ] || fl_fail "[-o readahead=off-page] missed $n blocks, want 16"
+echo "readahead.sh: off, off-page: read_ahead_kb 0, 16 x 4 KiB read 16 blocks"
+
+for p in linux linux:64 linux-2013 oracle adaptive bogus ''; do
+  rc=0
+  out=$("$UBJ" mount -o "readahead=$p" "$img" "$mnt" 2>&1) || rc=$?
+  [ "$rc" = 2 ] || fl_fail "[readahead=$p] exit $rc, want 2 (usage): $out"
+  mountpoint -q "$mnt" && fl_fail "[readahead=$p] mounted"
+  case $p in
+    '') ;;
+    bogus) grep -q "bad readahead=bogus" <<<"$out" || fl_fail "[bogus] $out" ;;
+    *) grep -q "come with the read-ahead engine" <<<"$out" || fl_fail "[$p] $out" ;;
+  esac
+done
+
+# OPEN and RELEASE round trips (the -d traces): by default the first
+# OPEN gets ENOSYS (the kernel's no-open mode); with -o file_handles it is
+# answered and RELEASE comes
+grep -A1 'opcode: OPEN ' "$T/trace.default" | grep -q 'error: -38' ||
+  fl_fail "default: OPEN answered $(grep -A1 'opcode: OPEN ' "$T/trace.default" | tail -1)"
+grep -A1 'opcode: OPEN ' "$T/trace.fh" | grep -q 'success' ||
+  fl_fail "file_handles: OPEN not answered with a file: $(grep -A1 'opcode: OPEN ' "$T/trace.fh" | head -2)"
+grep -q 'opcode: RELEASE ' "$T/trace.fh" || fl_fail "file_handles: no RELEASE after the close"
+fl_fsck "$img"
+echo "readahead.sh: ok"
