@@ -15,6 +15,7 @@
 # tests/tools/harness.sh proves that a failed check fails the script.
 set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/skip.bash"
+. "$(dirname "${BASH_SOURCE[0]}")/proc.bash"
 : "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
 [ -x "$UBJ_TOOL" ] || test_skip "$UBJ_TOOL is not built"
 fails=0

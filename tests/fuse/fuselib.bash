@@ -24,6 +24,7 @@
 #                           last commit without syncing DIR?
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../common/skip.bash"
+. "$(dirname "${BASH_SOURCE[0]}")/../common/proc.bash"
 trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: \`$BASH_COMMAND\` exited $?" >&2' ERR
 
 : "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
@@ -67,7 +68,7 @@ fl_cleanup() {
       fusermount3 -u "$m" 2>/dev/null || fusermount3 -u -z "$m" 2>/dev/null || true
     fi
     local pid=${FL_PID[$m]:-}
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    if [ -n "$pid" ] && pid_alive "$pid"; then
       sleep 1
       kill -9 "$pid" 2>/dev/null || true
     fi
@@ -170,9 +171,9 @@ fl_mount() {
 # fl_wait_gone PID SECONDS -- wait for a process to exit; 0 if it did
 fl_wait_gone() {
   local pid=$1 i
-  for ((i = 0; i < $2 * 10; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.1
+  for ((i = 0; i < $2 * 50; i++)); do
+    pid_alive "$pid" || return 0
+    sleep 0.02
   done
   return 1
 }

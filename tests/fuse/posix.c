@@ -479,6 +479,25 @@ static int t_run(const char *fmt, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+/* t_alive -- pid runs: false once it has exited, even while a zombie (the
+ * daemon belongs to PID 1, which may reap it seconds later: see
+ * tests/common/proc.bash). */
+static bool t_alive(long pid)
+{
+    char path[64], buf[256];
+    if (pid <= 0 || kill((pid_t)pid, 0) != 0)
+        return false;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *e = strrchr(buf, ')');
+    return e == NULL || (e[1] == ' ' && e[2] != 'Z' && e[2] != 'X');
+}
+
 /* t_umount -- fusermount3 -u and wait for the daemon; 0 or -1. */
 static int t_umount(void)
 {
@@ -490,9 +509,9 @@ static int t_umount(void)
         fclose(f);
     if (t_run("fusermount3 -u '%s'", g_mnt) != 0)
         return -1;
-    for (int i = 0; pid > 0 && i < 600 && kill((pid_t)pid, 0) == 0; i++)
-        t_sleep_ns(100 * 1000 * 1000);
-    return pid > 0 && kill((pid_t)pid, 0) == 0 ? -1 : 0;
+    for (int i = 0; i < 6000 && t_alive(pid); i++)
+        t_sleep_ns(10 * 1000 * 1000);
+    return t_alive(pid) ? -1 : 0;
 }
 
 /* t_mount -- mount the image; 0, or the mount's exit status. */

@@ -81,10 +81,10 @@ unmount_check() {
   [ /proc/"$pid"/exe -ef "$B/ubjfs" ] || fail "$name: the daemon is not the staged ubjfs"
   run 0 umount "$mnt"
   local alive=no
-  kill -0 "$pid" 2>/dev/null && alive=yes
+  pid_alive "$pid" && alive=yes
   if [ "${UBJ_PKG_TERM:-}" = 1 ]; then
     sleep 0.3                    # into the final write-back (~1 s on hdd)
-    kill -0 "$pid" 2>/dev/null || fail "$name: the daemon is gone before the SIGTERM"
+    pid_alive "$pid" || fail "$name: the daemon is gone before the SIGTERM"
     kill -TERM "$pid" 2>/dev/null || true
   fi
   run 0 "$B/ubjfs" fsck -n "$@" "$img"
