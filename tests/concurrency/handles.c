@@ -35,7 +35,10 @@
 #include "fs/fs.h"
 #include "txn/handle.h"
 
-#define WATCHDOG_S 60           /* the whole run: a hang fails it */
+#define WATCHDOG_S 60           /* this long with no progress fails the run: re-armed
+                                   at each stress round and mode (a fixed budget for
+                                   the whole run failed by slowness alone: ASan on a
+                                   loaded machine, 61 s) */
 #define WAIT_MS 5000            /* one wait for another thread */
 #define NTHREADS 4
 #define ROUNDS 150
@@ -51,7 +54,7 @@ static volatile sig_atomic_t phase_mode = -1;   /* for the watchdog's message */
 static void watchdog(int sig)
 {
     (void)sig;
-    static const char msg[] = "handles: watchdog: a thread hung (deadlock?) in mode ";
+    static const char msg[] = "handles: watchdog: no progress for 60 s, a thread hung (deadlock?) in mode ";
     (void)!write(2, msg, sizeof msg - 1);
     if (phase_mode >= 0) {
         const char *m = modes[phase_mode];
@@ -385,6 +388,7 @@ static void *stress_main(void *arg)
             w->kept_seed[i] = seed;
             w->kept_len[i] = len;
         }
+        alarm(WATCHDOG_S);      /* progress: a round finished */
     }
     free(buf);
     return NULL;
@@ -417,6 +421,7 @@ static void test_stress_small_cache(void **state)
     for (size_t k = 0; k < NMODES; k++) {
         const char *m = modes[k];
         phase_mode = (sig_atomic_t)k;
+        alarm(WATCHDOG_S);
         struct tmount tm;
         tm_mount(&tm, m, 64, 2);
         struct ubj_stat d;
