@@ -1,12 +1,14 @@
 # tests/crash/quick.sh -- the CI pass of the crash explorer: `ubjfs
-# crashtest --quick` (generated ACE-style workloads in ubj, ordered and
-# journal, crashes during recovery included, and in a test build the two
-# overlapping operations of cx_workload_overlap) must find no failure and
+# crashtest --quick` (generated ACE-style workloads in ubj, ordered,
+# journal and writeback, crashes during recovery included, and in a test
+# build the two overlapping operations of cx_workload_overlap) must find
+# no failure and
 # explore a meaningful number of states; and the same under the
 # write-through persistence model in the journal modes.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
 . "$(dirname "$0")/../common/lib.sh" crashquick
-run 0 "$UBJ_TOOL" crashtest --quick --out "$tmp"
+run 0 "$UBJ_TOOL" crashtest --quick --mode ubj --mode ordered --mode journal --mode writeback \
+  --out "$tmp"
 cat "$tmp/out"
 states=$(sed -n 's/^total: \([0-9]*\) states.*/\1/p' "$tmp/out")
 [ "${states:-0}" -gt 5000 ] || fail "the quick pass explored only ${states:-0} states"
