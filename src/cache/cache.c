@@ -85,6 +85,10 @@
  *     a cache full of deferred buffers makes progress as long as the
  *     mode's rolled-back writes satisfy dependencies (they carry every
  *     update that has none).
+ * 16. Descriptor fields (but ptag) and flags change only under c->lock,
+ *     in whichever thread completes a write or reuses a buffer; code
+ *     outside this file reads them through ubj_cache_peek/collect only
+ *     (cache.h, "Locking"), the block number of a held buffer excepted.
  *
  * State diagram (enum ubj_buf_state).  Every move goes through
  * cache_set_state_locked(), whose table cache_transition_ok() is this
@@ -1156,6 +1160,36 @@ void ubj_cache_mark_dirty_flags(struct ubj_cache *c, struct ubj_buf *b,
         cache_set_state_locked(c, b, UBJ_BUF_DIRTY, txid);
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+/* ubj_cache_peek -- b's descriptor and public flags, under the lock. */
+struct ubj_buf_view ubj_cache_peek(struct ubj_cache *c, const struct ubj_buf *b)
+{
+    pthread_mutex_lock(&c->lock);
+    const struct ubj_bufdesc *d = b->d;
+    struct ubj_buf_view v = {
+        .blkno = d->blkno, .txid = d->txid, .state = d->state, .kind = d->kind,
+        .older = d->older, .newer = d->newer, .flags = b->flags & ~CACHE_BUF_PRIVATE,
+    };
+    pthread_mutex_unlock(&c->lock);
+    return v;
+}
+
+/* ubj_cache_collect -- the buffers in `state` (and their txids). */
+uint32_t ubj_cache_collect(struct ubj_cache *c, enum ubj_buf_state state,
+                           uint32_t *idx, uint64_t *txid, uint32_t max)
+{
+    uint32_t n = 0;
+    pthread_mutex_lock(&c->lock);
+    for (uint32_t i = 0; i < c->nbufs && n < max; i++) {
+        if (c->desc[i].state != (uint32_t)state)
+            continue;
+        if (txid != NULL)
+            txid[n] = c->desc[i].txid;
+        idx[n++] = i;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return n;
 }
 
 /* ubj_cache_set_flags -- set public flags f on b. */

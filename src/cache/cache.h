@@ -23,10 +23,26 @@
  *   FROZEN      committed, up to date (UBJ); written home by checkpoint
  *   FROZEN_OLD  committed, superseded by a newer committed version
  *
- * Locking: one mutex per cache protects the hash, CLOCK hand, states and
- * reference counts [c->lock].  The bytes of a buffer are protected by the
- * caller (the file system's mount lock).  I/O is done with c->lock
- * released where possible.
+ * Locking: one mutex per cache, c->lock, protects the hash, the CLOCK
+ * hand, every volatile field of struct ubj_buf but idx/d/data (constant)
+ * and every descriptor field but ptag (the mode's).  The rule for the
+ * descriptor and the flags, which threads that do not hold the mount lock
+ * change (a write's completion, eviction, the timer's checkpoint):
+ *   - state, txid, kind, older, newer and blkno are written only with
+ *     c->lock held (state only through cache_set_state_locked); flags and
+ *     io_busy likewise;
+ *   - outside cache.c they are read only through ubj_cache_peek (one
+ *     consistent view taken under c->lock) or ubj_cache_collect, never as
+ *     b->d->state or b->flags -- holding the mount lock is not enough;
+ *   - one exception: b->d->blkno of a buffer the caller references (or
+ *     lists FROZEN in a mode that alone unfreezes it): blkno changes only
+ *     when CLOCK reuses a FREE, unreferenced buffer, so it is stable for
+ *     the holder, which may read it directly.
+ * A view is a snapshot: a caller that acts on it later (a commit finding
+ * its listed buffers) checks it is still the version it listed, as it
+ * does today.  The bytes of a buffer are protected by the caller (the
+ * file system's mount lock) and the stable-buffer rule below.  I/O is
+ * done with c->lock released where possible.
  *
  * Writes (docs/DESIGN.md, "Cache write hooks"): every write of a buffer
  * that may change goes from a stable snapshot taken while the buffer is
@@ -297,6 +313,32 @@ void ubj_cache_mark_dirty(struct ubj_cache *c, struct ubj_buf *b,
  * public flags `f` (UBJ: PINNED) in the same step, unless b is GONE. */
 void ubj_cache_mark_dirty_flags(struct ubj_cache *c, struct ubj_buf *b,
                                 enum ubj_buf_kind kind, uint64_t txid, uint32_t f);
+
+/* A buffer's descriptor and flags as ubj_cache_peek saw them under c->lock. */
+struct ubj_buf_view {
+    uint64_t blkno;
+    uint64_t txid;
+    uint32_t state;        /* enum ubj_buf_state */
+    uint32_t kind;         /* enum ubj_buf_kind */
+    uint32_t older, newer; /* version links, UBJ_NOBUF */
+    uint32_t flags;        /* the public UBJ_BUF_* flags */
+};
+
+/*
+ * ubj_cache_peek -- b's descriptor fields and public flags, read together
+ * under c->lock (the only way code outside the cache reads them: see
+ * "Locking" above).  Thread-safe; never waits for I/O.
+ */
+struct ubj_buf_view ubj_cache_peek(struct ubj_cache *c, const struct ubj_buf *b);
+
+/*
+ * ubj_cache_collect -- the indices of every buffer in `state` into
+ * idx[0..max) and, if txid is not NULL, their txids into txid[], in index
+ * order, all under one hold of c->lock.  Returns the count (at most max).
+ * Thread-safe (UBJ's checkpoint lists its FROZEN buffers so).
+ */
+uint32_t ubj_cache_collect(struct ubj_cache *c, enum ubj_buf_state state,
+                           uint32_t *idx, uint64_t *txid, uint32_t max);
 
 /* ubj_cache_set_flags / clear_flags -- change volatile flags under the lock. */
 void ubj_cache_set_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f);
