@@ -126,6 +126,8 @@ struct ubj_cache_stats {
     uint64_t write_deferred;     /* write_begin said UBJ_WRITE_DEFER */
     uint64_t write_rolled_back;  /* writes of a rolled-back snapshot */
     uint64_t must_sweeps;        /* CLOCK sweeps asking with UBJ_WRITE_MUST */
+    uint64_t stable_waits;       /* ubj_cache_wait_stable calls that waited
+                                    for a write's snapshot */
     uint64_t dirty, frozen;      /* current counts */
     uint64_t cold_frozen;        /* FROZEN or PINNED dirty buffers CLOCK
                                     passed cold (not referenced since its
@@ -210,14 +212,23 @@ enum ubj_write_verdict {
  *   negative errno to fail the call that needed room.
  *
  * The stable-buffer rule (this is the one place it is stated; the modes
- * implement it): from the moment a write of b sets io_busy until its
- * snapshot is copied and write_begin returned, no writer changes b's
- * bytes.  Today the mount lock guarantees it (every writer and every
- * write hold it); when writers stop holding it across a write (issue 20)
- * a writer that needs an io_busy buffer waits for io_busy to clear or
- * works on a copy.  After the copy the live buffer may change freely: a
- * change marked dirty while the write is in flight keeps the buffer DIRTY
- * (it is written again).
+ * implement it, docs/DESIGN.md says how each): from the moment a write of
+ * b sets io_busy until its snapshot is copied and write_begin returned
+ * (b's "window"; for a zero-copy write of FROZEN buffers, until the device
+ * write ends), no writer changes b's bytes.  It holds by two halves:
+ *  - a writer waits for the window to close before it changes a buffer:
+ *    every ubj_txn_write_access calls ubj_cache_wait_stable on the buffer
+ *    the mode returned (UBJ returns a copy for a FROZEN one: it works on
+ *    the copy and never waits for a checkpoint's write);
+ *  - a write of a buffer that is not FROZEN starts (its window opens) only
+ *    in a thread that holds the mount lock, or of a buffer nobody
+ *    references (CLOCK's victim): a writer holds both the mount lock and a
+ *    reference from its write_access to its last ubj_txn_dirty, so no
+ *    window opens under it.  The timer's lock-free writes are UBJ's
+ *    checkpoint of FROZEN buffers, which nobody changes (copy on write).
+ * After the window the live buffer may change freely: a change marked
+ * dirty while the write is in flight keeps the buffer DIRTY (it is
+ * written again).
  */
 struct ubj_cache_hooks {
     int (*write_begin)(void *ctx, struct ubj_buf *b, uint64_t blkno,
@@ -313,6 +324,33 @@ void ubj_cache_mark_dirty(struct ubj_cache *c, struct ubj_buf *b,
  * public flags `f` (UBJ: PINNED) in the same step, unless b is GONE. */
 void ubj_cache_mark_dirty_flags(struct ubj_cache *c, struct ubj_buf *b,
                                 enum ubj_buf_kind kind, uint64_t txid, uint32_t f);
+
+/*
+ * ubj_cache_wait_stable -- the caller, holding a reference on b, is about
+ * to change b's bytes: wait (on io_cv, c->lock released meanwhile) until
+ * no write of b is inside its stable-buffer window (above); a write whose
+ * snapshot is taken does not hold it up.  Counted in stats.stable_waits
+ * when it waits.  Never waits for anything but a write already started
+ * (whose thread finishes its window without the caller's locks).
+ * Thread-safe.
+ */
+void ubj_cache_wait_stable(struct ubj_cache *c, struct ubj_buf *b);
+
+#if UBJ_TEST_HOOKS
+/*
+ * ubj_cache_test_write_hook -- test builds: fn(arg, c, b) in the thread
+ * making a write of b, inside b's window (io_busy set, before its snapshot
+ * copy; for a zero-copy write, before the device write), without c->lock:
+ * fn may park the write there (tests/concurrency/handles.c).  NULL: none.
+ * Process-wide; set it while no write runs.
+ */
+void ubj_cache_test_write_hook(void (*fn)(void *arg, struct ubj_cache *c,
+                                          struct ubj_buf *b), void *arg);
+/* ubj_cache_test_break -- test builds: the broken variant `stable-no-wait`:
+ * ubj_cache_wait_stable returns at once (a writer changes a buffer inside
+ * a write's window). */
+void ubj_cache_test_break(bool stable_no_wait);
+#endif
 
 /* A buffer's descriptor and flags as ubj_cache_peek saw them under c->lock. */
 struct ubj_buf_view {

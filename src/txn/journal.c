@@ -1105,9 +1105,11 @@ static int jnl_start(struct ubj_handle *h)
     return jnl_make_room(h);
 }
 
-/* jnl_write_access -- commits are synchronous under the mount lock, so no
- * buffer is ever being written to the log while a handle changes it: no
- * frozen copy is needed (jbd2's b_frozen_data). */
+/* jnl_write_access -- commits are synchronous, inside the barrier (no
+ * handle open), so no buffer is ever being copied to the log while a
+ * handle changes it: no frozen copy is needed (jbd2's b_frozen_data);
+ * against a home write's snapshot, ubj_txn_write_access waits (the
+ * stable-buffer rule, docs/DESIGN.md). */
 static int jnl_write_access(struct ubj_handle *h, struct ubj_buf **b)
 {
     (void)h;
