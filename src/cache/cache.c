@@ -22,6 +22,11 @@
  *                      unhashed and unlinked, becomes FREE on release
  *   CACHE_BUF_REDIRTY  marked dirty while its bytes were being written, so
  *                      the write that completes must not make it CLEAN
+ *   CACHE_BUF_COPYING  the stable-buffer window of a write: set with io_busy,
+ *                      cleared once its snapshot is copied and write_begin
+ *                      returned (a zero-copy write of FROZEN buffers: when
+ *                      the device write ends); ubj_cache_wait_stable waits
+ *                      for it
  *
  * Invariants (checked by assert_cache_invariants() in debug builds, the
  * per-buffer part by assert_buf_invariants() on every state change):
@@ -85,6 +90,12 @@
  *     a cache full of deferred buffers makes progress as long as the
  *     mode's rolled-back writes satisfy dependencies (they carry every
  *     update that has none).
+ * 16. Descriptor fields (but ptag) and flags change only under c->lock,
+ *     in whichever thread completes a write or reuses a buffer; code
+ *     outside this file reads them through ubj_cache_peek/collect only
+ *     (cache.h, "Locking"), the block number of a held buffer excepted.
+ * 17. COPYING implies io_busy; a writer that called ubj_cache_wait_stable
+ *     (every ubj_txn_write_access does) changes no byte while it is set.
  *
  * State diagram (enum ubj_buf_state).  Every move goes through
  * cache_set_state_locked(), whose table cache_transition_ok() is this
@@ -157,8 +168,9 @@
  * holder may change them once a write's snapshot is taken (a get hit does
  * not wait for a write); REDIRTY keeps the buffer DIRTY so the newer bytes
  * are written again.  Until the snapshot is taken the stable-buffer rule
- * holds: today because the file system serialises all of this under its
- * mount lock (issue 20 makes writers wait for io_busy or copy instead).
+ * holds: a writer waits in ubj_cache_wait_stable while COPYING is set
+ * (every ubj_txn_write_access calls it), and windows open only where no
+ * writer is between its write_access and its dirty (cache.h).
  * UBJ_BUF_SEAL thus means "the live checksum may be stale": the cache
  * never clears it on a write.
  *
@@ -180,7 +192,9 @@ int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2,
 #define CACHE_BUF_HASHED   0x100u
 #define CACHE_BUF_GONE     0x200u
 #define CACHE_BUF_REDIRTY  0x400u
-#define CACHE_BUF_PRIVATE  (CACHE_BUF_HASHED | CACHE_BUF_GONE | CACHE_BUF_REDIRTY)
+#define CACHE_BUF_COPYING  0x800u
+#define CACHE_BUF_PRIVATE  (CACHE_BUF_HASHED | CACHE_BUF_GONE | CACHE_BUF_REDIRTY | \
+                            CACHE_BUF_COPYING)
 
 #define CACHE_BS           4096u
 #define CACHE_MAX_NBUFS    (1u << 28)   /* 1 TiB of buffers */
@@ -245,6 +259,18 @@ struct ubj_cache {
     struct ubj_cache_stats stats;
     struct cache_wb_ent *wb_ents;   /* [wb_lock] nbufs entries */
 };
+
+#if UBJ_TEST_HOOKS
+/* test builds: the write-in-flight hook and the broken variant
+ * stable-no-wait (cache.h); process-wide, set by tests only */
+static void (*cache_test_hook)(void *, struct ubj_cache *, struct ubj_buf *);
+static void *cache_test_hook_arg;
+static bool cache_no_stable_wait;
+#define CACHE_TEST_POINT(c, b) \
+    do { if (cache_test_hook) cache_test_hook(cache_test_hook_arg, (c), (b)); } while (0)
+#else
+#define CACHE_TEST_POINT(c, b) ((void)0)
+#endif
 
 /* the hooks a write started with: copied under c->lock, used without it */
 struct cache_hk {
@@ -586,13 +612,24 @@ static void cache_pick_locked(struct ubj_buf *b, struct cache_wb_ent *e)
 {
     assert(!b->io_busy);
     b->io_busy = 1;
-    b->flags &= ~CACHE_BUF_REDIRTY;
+    b->flags = (b->flags & ~CACHE_BUF_REDIRTY) | CACHE_BUF_COPYING;
     *e = (struct cache_wb_ent){
         .blkno = b->d->blkno, .idx = b->idx,
         .dirty = b->d->state == UBJ_BUF_DIRTY,
         .seal = (b->flags & UBJ_BUF_SEAL) != 0,
         .meta = b->d->kind == UBJ_KIND_META,
     };
+}
+
+/* cache_copied -- b's snapshot is taken: end its stable-buffer window
+ * (CACHE_BUF_COPYING) and wake the writers waiting in
+ * ubj_cache_wait_stable.  Takes c->lock. */
+static void cache_copied(struct ubj_cache *c, struct ubj_buf *b)
+{
+    pthread_mutex_lock(&c->lock);
+    b->flags &= ~CACHE_BUF_COPYING;
+    pthread_cond_broadcast(&c->io_cv);
+    pthread_mutex_unlock(&c->lock);
 }
 
 /*
@@ -604,10 +641,12 @@ static int cache_snap_fill(struct ubj_cache *c, const struct cache_hk *hk,
                            struct ubj_buf *b, struct cache_wb_ent *e,
                            uint8_t *snap, unsigned wflags)
 {
+    CACHE_TEST_POINT(c, b);   /* a test may park the write here */
     memcpy(snap, b->data, CACHE_BS);
     int v = UBJ_WRITE_AS_IS;
     if (e->dirty && hk->h.write_begin != NULL)
         v = hk->h.write_begin(hk->ctx, b, e->blkno, b->data, snap, wflags);
+    cache_copied(c, b);       /* the window closes: writers may go on */
     assert(v == UBJ_WRITE_AS_IS || v == UBJ_WRITE_ROLLED_BACK ||
            (v == UBJ_WRITE_DEFER && !(wflags & UBJ_WRITE_MUST)));
     if (v != UBJ_WRITE_DEFER && c->cfg.seal != NULL &&
@@ -648,7 +687,7 @@ static void cache_io_finish_locked(struct ubj_cache *c, struct ubj_buf *b,
               !rolled_back) || st == UBJ_BUF_FROZEN))
             cache_set_state_locked(c, b, UBJ_BUF_CLEAN, b->d->txid);
     }
-    b->flags &= ~CACHE_BUF_REDIRTY;
+    b->flags &= ~(CACHE_BUF_REDIRTY | CACHE_BUF_COPYING);
     pthread_cond_broadcast(&c->io_cv);
     cache_release_locked(c, b);
 }
@@ -666,7 +705,7 @@ static void cache_io_end_locked(struct ubj_cache *c, const struct cache_wb_ent *
     c->stats.write_deferred++;
     assert(b->io_busy);
     b->io_busy = 0;
-    b->flags &= ~CACHE_BUF_REDIRTY;
+    b->flags &= ~(CACHE_BUF_REDIRTY | CACHE_BUF_COPYING);
     pthread_cond_broadcast(&c->io_cv);
     cache_release_locked(c, b);
 }
@@ -1159,6 +1198,70 @@ void ubj_cache_mark_dirty_flags(struct ubj_cache *c, struct ubj_buf *b,
     pthread_mutex_unlock(&c->lock);
 }
 
+/* ubj_cache_wait_stable -- wait for b's stable-buffer window to close. */
+void ubj_cache_wait_stable(struct ubj_cache *c, struct ubj_buf *b)
+{
+    pthread_mutex_lock(&c->lock);
+    assert(b->refcnt > 0);
+#if UBJ_TEST_HOOKS
+    if (cache_no_stable_wait) {   /* broken variant stable-no-wait */
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+#endif
+    if (b->flags & CACHE_BUF_COPYING)
+        c->stats.stable_waits++;
+    while (b->flags & CACHE_BUF_COPYING)
+        pthread_cond_wait(&c->io_cv, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+#if UBJ_TEST_HOOKS
+/* ubj_cache_test_write_hook -- test builds: the write-in-flight hook. */
+void ubj_cache_test_write_hook(void (*fn)(void *, struct ubj_cache *, struct ubj_buf *),
+                               void *arg)
+{
+    cache_test_hook = fn;
+    cache_test_hook_arg = arg;
+}
+
+/* ubj_cache_test_break -- test builds: the broken variant stable-no-wait. */
+void ubj_cache_test_break(bool stable_no_wait)
+{
+    cache_no_stable_wait = stable_no_wait;
+}
+#endif
+
+/* ubj_cache_peek -- b's descriptor and public flags, under the lock. */
+struct ubj_buf_view ubj_cache_peek(struct ubj_cache *c, const struct ubj_buf *b)
+{
+    pthread_mutex_lock(&c->lock);
+    const struct ubj_bufdesc *d = b->d;
+    struct ubj_buf_view v = {
+        .blkno = d->blkno, .txid = d->txid, .state = d->state, .kind = d->kind,
+        .older = d->older, .newer = d->newer, .flags = b->flags & ~CACHE_BUF_PRIVATE,
+    };
+    pthread_mutex_unlock(&c->lock);
+    return v;
+}
+
+/* ubj_cache_collect -- the buffers in `state` (and their txids). */
+uint32_t ubj_cache_collect(struct ubj_cache *c, enum ubj_buf_state state,
+                           uint32_t *idx, uint64_t *txid, uint32_t max)
+{
+    uint32_t n = 0;
+    pthread_mutex_lock(&c->lock);
+    for (uint32_t i = 0; i < c->nbufs && n < max; i++) {
+        if (c->desc[i].state != (uint32_t)state)
+            continue;
+        if (txid != NULL)
+            txid[n] = c->desc[i].txid;
+        idx[n++] = i;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
 /* ubj_cache_set_flags -- set public flags f on b. */
 void ubj_cache_set_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f)
 {
@@ -1256,6 +1359,8 @@ static void cache_wb_direct(struct ubj_cache *c, struct cache_wb_ent *e, uint32_
                    c->data + (size_t)e[k].idx * CACHE_BS, CACHE_BS);
         src = s->data;
     }
+    for (uint32_t k = 0; k < n; k++)
+        CACHE_TEST_POINT(c, &c->bufs[e[k].idx]);   /* a test may park it */
     int rc = ubj_bdev_write(c->dev, e[0].blkno, n, src);
     for (uint32_t k = 0; k < n; k++)
         e[k].rc = rc;
@@ -1639,7 +1744,8 @@ int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
         assert(idx[k] < c->nbufs);
         if (b->d->state != UBJ_BUF_FROZEN || (txid && b->d->txid != txid[k]))
             continue;   /* moved meanwhile: not the listed version, skip it */
-        b->io_busy = 1;
+        b->io_busy = 1;   /* zero copy: the window lasts the write */
+        b->flags |= CACHE_BUF_COPYING;
         c->wb_ents[m++] = (struct cache_wb_ent){ .blkno = b->d->blkno, .idx = idx[k] };
     }
     n = m;

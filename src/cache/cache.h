@@ -23,10 +23,26 @@
  *   FROZEN      committed, up to date (UBJ); written home by checkpoint
  *   FROZEN_OLD  committed, superseded by a newer committed version
  *
- * Locking: one mutex per cache protects the hash, CLOCK hand, states and
- * reference counts [c->lock].  The bytes of a buffer are protected by the
- * caller (the file system's mount lock).  I/O is done with c->lock
- * released where possible.
+ * Locking: one mutex per cache, c->lock, protects the hash, the CLOCK
+ * hand, every volatile field of struct ubj_buf but idx/d/data (constant)
+ * and every descriptor field but ptag (the mode's).  The rule for the
+ * descriptor and the flags, which threads that do not hold the mount lock
+ * change (a write's completion, eviction, the timer's checkpoint):
+ *   - state, txid, kind, older, newer and blkno are written only with
+ *     c->lock held (state only through cache_set_state_locked); flags and
+ *     io_busy likewise;
+ *   - outside cache.c they are read only through ubj_cache_peek (one
+ *     consistent view taken under c->lock) or ubj_cache_collect, never as
+ *     b->d->state or b->flags -- holding the mount lock is not enough;
+ *   - one exception: b->d->blkno of a buffer the caller references (or
+ *     lists FROZEN in a mode that alone unfreezes it): blkno changes only
+ *     when CLOCK reuses a FREE, unreferenced buffer, so it is stable for
+ *     the holder, which may read it directly.
+ * A view is a snapshot: a caller that acts on it later (a commit finding
+ * its listed buffers) checks it is still the version it listed, as it
+ * does today.  The bytes of a buffer are protected by the caller (the
+ * file system's mount lock) and the stable-buffer rule below.  I/O is
+ * done with c->lock released where possible.
  *
  * Writes (docs/DESIGN.md, "Cache write hooks"): every write of a buffer
  * that may change goes from a stable snapshot taken while the buffer is
@@ -110,6 +126,8 @@ struct ubj_cache_stats {
     uint64_t write_deferred;     /* write_begin said UBJ_WRITE_DEFER */
     uint64_t write_rolled_back;  /* writes of a rolled-back snapshot */
     uint64_t must_sweeps;        /* CLOCK sweeps asking with UBJ_WRITE_MUST */
+    uint64_t stable_waits;       /* ubj_cache_wait_stable calls that waited
+                                    for a write's snapshot */
     uint64_t dirty, frozen;      /* current counts */
     uint64_t cold_frozen;        /* FROZEN or PINNED dirty buffers CLOCK
                                     passed cold (not referenced since its
@@ -194,14 +212,23 @@ enum ubj_write_verdict {
  *   negative errno to fail the call that needed room.
  *
  * The stable-buffer rule (this is the one place it is stated; the modes
- * implement it): from the moment a write of b sets io_busy until its
- * snapshot is copied and write_begin returned, no writer changes b's
- * bytes.  Today the mount lock guarantees it (every writer and every
- * write hold it); when writers stop holding it across a write (issue 20)
- * a writer that needs an io_busy buffer waits for io_busy to clear or
- * works on a copy.  After the copy the live buffer may change freely: a
- * change marked dirty while the write is in flight keeps the buffer DIRTY
- * (it is written again).
+ * implement it, docs/DESIGN.md says how each): from the moment a write of
+ * b sets io_busy until its snapshot is copied and write_begin returned
+ * (b's "window"; for a zero-copy write of FROZEN buffers, until the device
+ * write ends), no writer changes b's bytes.  It holds by two halves:
+ *  - a writer waits for the window to close before it changes a buffer:
+ *    every ubj_txn_write_access calls ubj_cache_wait_stable on the buffer
+ *    the mode returned (UBJ returns a copy for a FROZEN one: it works on
+ *    the copy and never waits for a checkpoint's write);
+ *  - a write of a buffer that is not FROZEN starts (its window opens) only
+ *    in a thread that holds the mount lock, or of a buffer nobody
+ *    references (CLOCK's victim): a writer holds both the mount lock and a
+ *    reference from its write_access to its last ubj_txn_dirty, so no
+ *    window opens under it.  The timer's lock-free writes are UBJ's
+ *    checkpoint of FROZEN buffers, which nobody changes (copy on write).
+ * After the window the live buffer may change freely: a change marked
+ * dirty while the write is in flight keeps the buffer DIRTY (it is
+ * written again).
  */
 struct ubj_cache_hooks {
     int (*write_begin)(void *ctx, struct ubj_buf *b, uint64_t blkno,
@@ -297,6 +324,59 @@ void ubj_cache_mark_dirty(struct ubj_cache *c, struct ubj_buf *b,
  * public flags `f` (UBJ: PINNED) in the same step, unless b is GONE. */
 void ubj_cache_mark_dirty_flags(struct ubj_cache *c, struct ubj_buf *b,
                                 enum ubj_buf_kind kind, uint64_t txid, uint32_t f);
+
+/*
+ * ubj_cache_wait_stable -- the caller, holding a reference on b, is about
+ * to change b's bytes: wait (on io_cv, c->lock released meanwhile) until
+ * no write of b is inside its stable-buffer window (above); a write whose
+ * snapshot is taken does not hold it up.  Counted in stats.stable_waits
+ * when it waits.  Never waits for anything but a write already started
+ * (whose thread finishes its window without the caller's locks).
+ * Thread-safe.
+ */
+void ubj_cache_wait_stable(struct ubj_cache *c, struct ubj_buf *b);
+
+#if UBJ_TEST_HOOKS
+/*
+ * ubj_cache_test_write_hook -- test builds: fn(arg, c, b) in the thread
+ * making a write of b, inside b's window (io_busy set, before its snapshot
+ * copy; for a zero-copy write, before the device write), without c->lock:
+ * fn may park the write there (tests/concurrency/handles.c).  NULL: none.
+ * Process-wide; set it while no write runs.
+ */
+void ubj_cache_test_write_hook(void (*fn)(void *arg, struct ubj_cache *c,
+                                          struct ubj_buf *b), void *arg);
+/* ubj_cache_test_break -- test builds: the broken variant `stable-no-wait`:
+ * ubj_cache_wait_stable returns at once (a writer changes a buffer inside
+ * a write's window). */
+void ubj_cache_test_break(bool stable_no_wait);
+#endif
+
+/* A buffer's descriptor and flags as ubj_cache_peek saw them under c->lock. */
+struct ubj_buf_view {
+    uint64_t blkno;
+    uint64_t txid;
+    uint32_t state;        /* enum ubj_buf_state */
+    uint32_t kind;         /* enum ubj_buf_kind */
+    uint32_t older, newer; /* version links, UBJ_NOBUF */
+    uint32_t flags;        /* the public UBJ_BUF_* flags */
+};
+
+/*
+ * ubj_cache_peek -- b's descriptor fields and public flags, read together
+ * under c->lock (the only way code outside the cache reads them: see
+ * "Locking" above).  Thread-safe; never waits for I/O.
+ */
+struct ubj_buf_view ubj_cache_peek(struct ubj_cache *c, const struct ubj_buf *b);
+
+/*
+ * ubj_cache_collect -- the indices of every buffer in `state` into
+ * idx[0..max) and, if txid is not NULL, their txids into txid[], in index
+ * order, all under one hold of c->lock.  Returns the count (at most max).
+ * Thread-safe (UBJ's checkpoint lists its FROZEN buffers so).
+ */
+uint32_t ubj_cache_collect(struct ubj_cache *c, enum ubj_buf_state state,
+                           uint32_t *idx, uint64_t *txid, uint32_t max);
 
 /* ubj_cache_set_flags / clear_flags -- change volatile flags under the lock. */
 void ubj_cache_set_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f);

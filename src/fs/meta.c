@@ -114,6 +114,13 @@ static int meta_corrupt(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
                          (unsigned long long)blkno, why, meta_kind_name(magic));
 }
 
+/* meta_unverified -- b was just read from the device and not checked yet
+ * (its flags read under the cache's lock: src/cache/cache.h, "Locking"). */
+static bool meta_unverified(struct ubj_fs *fs, const struct ubj_buf *b)
+{
+    return (ubj_cache_peek(fs->cache, b).flags & UBJ_BUF_VERIFY) != 0;
+}
+
 /* fs_meta_read -- a referenced, verified metadata buffer of block blkno. */
 int fs_meta_read(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
                  struct ubj_buf **out)
@@ -133,7 +140,7 @@ int fs_meta_read_fresh(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
         return ubj_set_error(rc, "block %llu (%s): read failed: %s",
                              (unsigned long long)blkno, meta_kind_name(magic),
                              strerror(-rc));
-    if (b->flags & UBJ_BUF_VERIFY) {
+    if (meta_unverified(fs, b)) {
         const char *why = NULL;
         bool lazy_ok = magic == UBJ_MAGIC_INODES &&
                        ((const struct ubj_blkhdr *)b->data)->magic == 0 &&
@@ -167,7 +174,7 @@ static int meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t bl
             return ubj_set_error(rc, "block %llu (%s): no buffer: %s",
                                  (unsigned long long)blkno,
                                  meta_kind_name(magic), strerror(-rc));
-        if (b->flags & UBJ_BUF_VERIFY)
+        if (meta_unverified(fs, b))
             ubj_cache_clear_flags(fs->cache, b, UBJ_BUF_VERIFY);
     } else {
         rc = fs_meta_read(fs, blkno, magic, &b);

@@ -48,7 +48,8 @@ static int scrub_read(struct ubj_bdev *d, uint64_t blkno, uint32_t count, void *
             continue;
         }
         memcpy(out, b->data, UBJ_BS);
-        bool seal = (b->flags & UBJ_BUF_SEAL) != 0;
+        /* flags under the cache's lock */
+        bool seal = (ubj_cache_peek(fs->cache, b).flags & UBJ_BUF_SEAL) != 0;
         ubj_cache_put(fs->cache, b);
         if (seal)
             fs_seal(fs, blkno + k, out);

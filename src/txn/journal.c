@@ -315,9 +315,10 @@ static bool jnl_invariants(struct ubj_txn *t)
     }
     for (uint32_t k = 0; k < s->nrun; k++) {
         const struct ubj_buf *b = ubj_cache_buf_at(t->cache, s->run[k].idx);
-        if (b->d->blkno == s->run[k].blkno && b->d->state == UBJ_BUF_DIRTY &&
-            b->d->txid == t->txid && s->listed_tid[b->idx] == t->txid)
-            assert(b->flags & UBJ_BUF_PINNED);
+        struct ubj_buf_view v = ubj_cache_peek(t->cache, b);
+        if (v.blkno == s->run[k].blkno && v.state == UBJ_BUF_DIRTY &&
+            v.txid == t->txid && s->listed_tid[b->idx] == t->txid)
+            assert(v.flags & UBJ_BUF_PINNED);
     }
     return true;
 }
@@ -436,7 +437,7 @@ static int jnl_write_chunk(struct jnl_lw *w, uint64_t T, uint32_t k0, uint32_t n
         memcpy(&magic, b->data, sizeof magic);
         bool esc = magic == UBJ_JMAGIC;
         struct ubj_jtag tag = {
-            .blocknr = b->d->blkno,
+            .blocknr = s->run[k0 + k].blkno,   /* jnl_collect: b's */
             .flags = UBJ_JTAG_SAME_UUID | (esc ? UBJ_JTAG_ESCAPED : 0u) |
                      (k + 1 == n ? UBJ_JTAG_LAST : 0u),
             .crc = jnl_copy_crc(s->g.seed, T, b->data, esc),
@@ -496,8 +497,9 @@ static uint32_t jnl_collect(struct ubj_txn *t)
     for (uint32_t k = 0; k < s->nrun; k++) {
         struct jnl_entry e = s->run[k];
         const struct ubj_buf *b = ubj_cache_buf_at(t->cache, e.idx);
-        if (b->d->blkno != e.blkno || b->d->state != UBJ_BUF_DIRTY ||
-            b->d->txid != T || !(b->flags & UBJ_BUF_PINNED) ||
+        struct ubj_buf_view v = ubj_cache_peek(t->cache, b);
+        if (v.blkno != e.blkno || v.state != UBJ_BUF_DIRTY ||
+            v.txid != T || !(v.flags & UBJ_BUF_PINNED) ||
             s->listed_tid[e.idx] != T || s->listed_blk[e.idx] != e.blkno)
             continue;
         s->listed_tid[e.idx] = 0;      /* taken: a duplicate entry is skipped */
@@ -576,8 +578,9 @@ static int jnl_write_listed(struct ubj_txn *t)
         struct ubj_buf *b;
         if (ubj_cache_lookup(t->cache, s->data[k].blkno, &b) < 0)
             continue;   /* written and evicted since */
-        if (b->idx == s->data[k].idx && b->d->state == UBJ_BUF_DIRTY &&
-            b->d->kind == UBJ_KIND_DATA && !(b->flags & UBJ_BUF_PINNED))
+        struct ubj_buf_view v = ubj_cache_peek(t->cache, b);
+        if (b->idx == s->data[k].idx && v.state == UBJ_BUF_DIRTY &&
+            v.kind == UBJ_KIND_DATA && !(v.flags & UBJ_BUF_PINNED))
             rc = ubj_cache_write_home(t->cache, b);
         ubj_cache_put(t->cache, b);   /* else written, dropped or journaled */
     }
@@ -764,11 +767,12 @@ static uint64_t jnl_ckpt_pick(struct ubj_txn *t, uint32_t *nw)
     for (uint32_t k = 0; k < s->nowned; k++) {
         uint32_t idx = s->owned[k];
         struct ubj_buf *b = ubj_cache_buf_at(t->cache, idx);
-        if (b->d->blkno != s->own_blk[idx] || b->d->state != UBJ_BUF_DIRTY) {
+        struct ubj_buf_view v = ubj_cache_peek(t->cache, b);
+        if (v.blkno != s->own_blk[idx] || v.state != UBJ_BUF_DIRTY) {
             s->own_tid[idx] = 0;           /* dropped: its block was freed */
             continue;
         }
-        if (b->d->txid >= t->txid) {       /* re-dirtied in the running txn */
+        if (v.txid >= t->txid) {           /* re-dirtied in the running txn */
             if (s->own_tid[idx] < blocker)
                 blocker = s->own_tid[idx];
             s->owned[keep++] = idx;
@@ -807,7 +811,8 @@ static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit)
     for (uint32_t k = 0; k < nw; k++) {
         uint32_t idx = s->scratch[k];
         struct ubj_buf *b = ubj_cache_buf_at(t->cache, idx);
-        if (b->d->state == UBJ_BUF_DIRTY && b->d->blkno == s->own_blk[idx]) {
+        struct ubj_buf_view v = ubj_cache_peek(t->cache, b);
+        if (v.state == UBJ_BUF_DIRTY && v.blkno == s->own_blk[idx]) {
             ubj_cache_set_flags(t->cache, b, UBJ_BUF_PINNED);   /* not home */
             if (s->own_tid[idx] < blocker)
                 blocker = s->own_tid[idx];
@@ -1100,9 +1105,11 @@ static int jnl_start(struct ubj_handle *h)
     return jnl_make_room(h);
 }
 
-/* jnl_write_access -- commits are synchronous under the mount lock, so no
- * buffer is ever being written to the log while a handle changes it: no
- * frozen copy is needed (jbd2's b_frozen_data). */
+/* jnl_write_access -- commits are synchronous, inside the barrier (no
+ * handle open), so no buffer is ever being copied to the log while a
+ * handle changes it: no frozen copy is needed (jbd2's b_frozen_data);
+ * against a home write's snapshot, ubj_txn_write_access waits (the
+ * stable-buffer rule, docs/DESIGN.md). */
 static int jnl_write_access(struct ubj_handle *h, struct ubj_buf **b)
 {
     (void)h;
@@ -1150,7 +1157,7 @@ static void jnl_list_data(struct jnl_state *s, const struct ubj_buf *b, uint64_t
 static bool jnl_journals(const struct jnl_state *s, const struct ubj_handle *h,
                          const struct ubj_buf *b, enum ubj_buf_kind kind)
 {
-    if (kind == UBJ_KIND_META || (b->flags & UBJ_BUF_PINNED))
+    if (kind == UBJ_KIND_META || (ubj_cache_peek(h->t->cache, b).flags & UBJ_BUF_PINNED))
         return true;     /* metadata, or a copy already in the log path */
     if (s->fl == JNL_JOURNAL && s->nrun < s->nbufs / 2 &&
         s->nrun + 1 + JNL_DATA_MARGIN <= h->priv)
@@ -1170,7 +1177,7 @@ static int jnl_dirty(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind 
     bool journaled = jnl_journals(s, h, b, kind);
     ubj_cache_mark_dirty(t->cache, b, kind, t->txid);
     h->used++;
-    if (b->d->state != UBJ_BUF_DIRTY)
+    if (ubj_cache_peek(t->cache, b).state != UBJ_BUF_DIRTY)
         return 0;        /* a freed block still held: its change is dropped */
     uint64_t blk = b->d->blkno;
     if (journaled) {

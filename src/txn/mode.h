@@ -273,7 +273,10 @@ struct ubj_mode_ops {
      * (through the barrier, ubj_txn_lock_updates: it waits for other
      * threads' handles) and checkpoint.  0, or -errno: h does not open. */
     int (*start)(struct ubj_handle *h);
-    /* the caller is about to modify *b; may substitute another buffer. */
+    /* the caller is about to modify *b; may substitute another buffer
+     * (UBJ: a copy of a FROZEN one).  ubj_txn_write_access then waits
+     * until no write of the buffer returned is inside its stable-buffer
+     * window (ubj_cache_wait_stable, src/cache/cache.h): a mode need not. */
     int (*write_access)(struct ubj_handle *h, struct ubj_buf **b);
     /* the caller modified b (kind: data or metadata). */
     int (*dirty)(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind kind);

@@ -239,6 +239,8 @@ int ubj_txn_write_access(struct ubj_handle *h, struct ubj_buf **b)
     assert(h != NULL && h->t != NULL && b != NULL && *b != NULL);
     int rc = h->t->ops->write_access(h, b);
     assert(rc < 0 || *b != NULL);
+    if (rc == 0)   /* the stable-buffer rule: no write's window is open */
+        ubj_cache_wait_stable(h->t->cache, *b);
     if (rc == 0 && h->t->check)
         ubj_evcheck_access(h->t->check, h, *b);
     TXN_TRACE(h->t, "write_access", (*b)->d->blkno, rc);

@@ -315,7 +315,8 @@ static uint32_t ubjm_olds_store(struct ubj_txn *t, uint64_t limit)
         if (o.free_after > limit)
             continue;
         struct ubj_buf *b = ubj_cache_buf_at(t->cache, o.idx);
-        assert(b->d->state == UBJ_BUF_FROZEN_OLD && ubjm_crc_ok(s, b));
+        assert(ubj_cache_peek(t->cache, b).state == UBJ_BUF_FROZEN_OLD &&
+               ubjm_crc_ok(s, b));
         ubj_nvm_store64(s->r, &b->d->ptag, 0);
         ubj_nvm_flush(s->r, &b->d->ptag, 8);
         s->olds[k] = s->olds[n];
@@ -360,7 +361,7 @@ static void ubjm_freeze_one(struct ubj_txn *t, struct ubj_buf *b, uint64_t T)
     ubj_cache_seal(t->cache, b);
     if (!ubjm_broken(UBJM_BREAK_DATA_FLUSH))
         ubj_nvm_flush(s->r, b->data, UBJ_BS);
-    ubj_nvm_store64(s->r, &b->d->ptag, ubjm_ptag(T, b->d->kind));
+    ubj_nvm_store64(s->r, &b->d->ptag, ubjm_ptag(T, ubj_cache_peek(t->cache, b).kind));
     ubj_nvm_flush(s->r, b->d, sizeof *b->d);
     ubj_cache_set_state(t->cache, b, UBJ_BUF_FROZEN, T);
     ubj_cache_clear_flags(t->cache, b, UBJ_BUF_PINNED);
@@ -375,14 +376,15 @@ static void ubjm_freeze_one(struct ubj_txn *t, struct ubj_buf *b, uint64_t T)
 static void ubjm_supersede(struct ubj_txn *t, struct ubj_buf *b, uint64_t T)
 {
     struct ubjm_state *s = ubjm_of(t);
-    uint32_t o = b->d->older;
+    uint32_t o = ubj_cache_peek(t->cache, b).older;
     while (o != UBJ_NOBUF) {
         struct ubj_buf *ob = ubj_cache_buf_at(t->cache, o);
-        uint32_t next = ob->d->older;
-        if (ob->d->state == UBJ_BUF_FROZEN) {
-            ubj_cache_set_state(t->cache, ob, UBJ_BUF_FROZEN_OLD, ob->d->txid);
+        struct ubj_buf_view v = ubj_cache_peek(t->cache, ob);
+        uint32_t next = v.older;
+        if (v.state == UBJ_BUF_FROZEN) {
+            ubj_cache_set_state(t->cache, ob, UBJ_BUF_FROZEN_OLD, v.txid);
             ubjm_old_add(s, o, T);
-        } else if (ob->d->state == UBJ_BUF_CLEAN) {
+        } else if (v.state == UBJ_BUF_CLEAN) {
             ubj_cache_set_state(t->cache, ob, UBJ_BUF_FREE, 0);
         }
         o = next;
@@ -398,7 +400,8 @@ static int ubjm_commit_phase1(struct ubj_txn *t, uint64_t T, uint32_t *nfrozen,
     uint32_t n = 0;
     for (uint32_t k = 0; k < s->ntxn; k++) {
         struct ubj_buf *b = ubj_cache_buf_at(t->cache, s->txn[k]);
-        if (b->d->state != UBJ_BUF_DIRTY || b->d->txid != T)
+        struct ubj_buf_view v = ubj_cache_peek(t->cache, b);
+        if (v.state != UBJ_BUF_DIRTY || v.txid != T)
             continue;   /* dropped (block freed) or listed twice */
         ubjm_freeze_one(t, b, T);
         s->txn[n++] = s->txn[k];
@@ -410,8 +413,9 @@ static int ubjm_commit_phase1(struct ubj_txn *t, uint64_t T, uint32_t *nfrozen,
     if (ubjm_broken(UBJM_BREAK_EARLY_FREE)) {   /* also the versions T replaces */
         for (uint32_t k = 0; k < n; k++) {
             struct ubj_buf *b = ubj_cache_buf_at(t->cache, s->txn[k]);
-            if (b->d->older != UBJ_NOBUF) {
-                struct ubj_buf *ob = ubj_cache_buf_at(t->cache, b->d->older);
+            uint32_t older = ubj_cache_peek(t->cache, b).older;
+            if (older != UBJ_NOBUF) {
+                struct ubj_buf *ob = ubj_cache_buf_at(t->cache, older);
                 ubj_nvm_store64(s->r, &ob->d->ptag, 0);
                 ubj_nvm_flush(s->r, &ob->d->ptag, 8);
             }
@@ -477,19 +481,14 @@ static int ubjm_commit_locked(struct ubj_txn *t)
 /* ---- checkpoint ----------------------------------------------------------- */
 
 /* ubjm_ckpt_collect -- the FROZEN (up-to-date) buffers into list[], their
- * txids into txid[]. */
+ * txids into txid[] (read under the cache's lock: a write the timer's
+ * checkpoint started completes in its thread meanwhile). */
 static uint32_t ubjm_ckpt_collect(struct ubj_txn *t, uint32_t *list, uint64_t *txid)
 {
     struct ubjm_state *s = ubjm_of(t);
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < s->nbufs; i++) {
-        struct ubj_buf *b = ubj_cache_buf_at(t->cache, i);
-        if (b->d->state == UBJ_BUF_FROZEN) {
-            assert(ubjm_crc_ok(s, b));   /* U2: nobody wrote a frozen buffer */
-            txid[n] = b->d->txid;
-            list[n++] = i;
-        }
-    }
+    uint32_t n = ubj_cache_collect(t->cache, UBJ_BUF_FROZEN, list, txid, s->nbufs);
+    for (uint32_t k = 0; k < n; k++)   /* U2: nobody wrote a frozen buffer */
+        assert(ubjm_crc_ok(s, ubj_cache_buf_at(t->cache, list[k])));
     return n;
 }
 
@@ -497,9 +496,10 @@ static uint32_t ubjm_ckpt_collect(struct ubj_txn *t, uint32_t *list, uint64_t *t
  * listed (and so written home): FROZEN, same txid.  Without the mount
  * lock, a buffer may have been checkpointed by a writer, changed and
  * frozen again by a later commit: that version was not written. */
-static bool ubjm_ckpt_same(const struct ubj_buf *b, uint64_t txid)
+static bool ubjm_ckpt_same(struct ubj_txn *t, const struct ubj_buf *b, uint64_t txid)
 {
-    return b->d->state == UBJ_BUF_FROZEN && b->d->txid == txid;
+    struct ubj_buf_view v = ubj_cache_peek(t->cache, b);
+    return v.state == UBJ_BUF_FROZEN && v.txid == txid;
 }
 
 /* ubjm_ckpt_write -- checkpoint steps C1-C2: write the listed buffers home
@@ -573,7 +573,7 @@ static int ubjm_ckpt_finish(struct ubj_txn *t, const uint32_t *list,
     uint32_t done = 0;
     for (uint32_t k = 0; k < n; k++) {      /* C3b: then the written ones */
         struct ubj_buf *b = ubj_cache_buf_at(t->cache, list[k]);
-        if (!ubjm_ckpt_same(b, txid[k]))
+        if (!ubjm_ckpt_same(t, b, txid[k]))
             continue;
         ubj_nvm_store64(s->r, &b->d->ptag, 0);
         ubj_nvm_flush(s->r, &b->d->ptag, 8);
@@ -583,8 +583,8 @@ static int ubjm_ckpt_finish(struct ubj_txn *t, const uint32_t *list,
         return ubjm_fail(s, rc);
     for (uint32_t k = 0; k < n; k++) {      /* C4 */
         struct ubj_buf *b = ubj_cache_buf_at(t->cache, list[k]);
-        if (ubjm_ckpt_same(b, txid[k]))
-            ubj_cache_set_state(t->cache, b, UBJ_BUF_CLEAN, b->d->txid);
+        if (ubjm_ckpt_same(t, b, txid[k]))
+            ubj_cache_set_state(t->cache, b, UBJ_BUF_CLEAN, txid[k]);
     }
     s->ticks_frozen = 0;
     s->cold = 0;
@@ -888,8 +888,8 @@ static void ubjm_list(struct ubjm_state *s, struct ubj_buf *b, uint64_t T)
 static int ubjm_write_access(struct ubj_handle *h, struct ubj_buf **b)
 {
     struct ubj_txn *t = h->t;
-    if ((*b)->d->state == UBJ_BUF_DIRTY)
-        return 0;   /* DIRTY is always the newest version: no copy, no lock */
+    if (ubj_cache_peek(t->cache, *b).state == UBJ_BUF_DIRTY)
+        return 0;   /* DIRTY is always the newest version: no copy */
     int rc = ubj_cache_cow(t->cache, b, t->txid);
     if (rc == 1) {
         t->stats.cow_copies++;
@@ -903,7 +903,8 @@ static int ubjm_write_access(struct ubj_handle *h, struct ubj_buf **b)
 static int ubjm_dirty(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind kind)
 {
     struct ubj_txn *t = h->t;
-    uint32_t st = b->d->state;
+    struct ubj_buf_view v = ubj_cache_peek(t->cache, b);
+    uint32_t st = v.state;
     if (st == UBJ_BUF_FROZEN || st == UBJ_BUF_FROZEN_OLD) {
         assert(!"ubj: a frozen buffer dirtied without write access");
         return ubj_set_error(-EUCLEAN, "ubj: block %llu dirtied without "
@@ -911,12 +912,12 @@ static int ubjm_dirty(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind
     }
     h->used++;
     uint32_t need = UBJ_BUF_PINNED | (kind == UBJ_KIND_META ? UBJ_BUF_SEAL : 0u);
-    if (st == UBJ_BUF_DIRTY && b->d->txid == t->txid && b->d->kind == (uint32_t)kind &&
-        (b->flags & need) == need)
+    if (st == UBJ_BUF_DIRTY && v.txid == t->txid && v.kind == (uint32_t)kind &&
+        (v.flags & need) == need)
         return 0;   /* dirtied again in this transaction: nothing changes
                        (a fresh copy on write lacks SEAL: not this path) */
     ubj_cache_mark_dirty_flags(t->cache, b, kind, t->txid, UBJ_BUF_PINNED);
-    if (b->d->state == UBJ_BUF_DIRTY)       /* not a dropped (GONE) buffer */
+    if (ubj_cache_peek(t->cache, b).state == UBJ_BUF_DIRTY)   /* not dropped (GONE) */
         ubjm_list(ubjm_of(t), b, t->txid);
     return 0;
 }

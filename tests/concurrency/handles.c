@@ -19,6 +19,17 @@
  *    start policy asks first) until A stops; both then succeed, the bytes
  *    read back.  Shown to fail with a start that ignores the room
  *    (hl_may_open without its capacity test, a temporary edit).
+ *  - test_write_access_waits_for_write: the stable-buffer rule
+ *    (docs/DESIGN.md, "Cache write hooks"): a write of a synced block,
+ *    made by a thread without the mount lock, is parked inside its window
+ *    (io_busy set, snapshot not taken) by the cache's test hook
+ *    (ubj_cache_test_write_hook) while another thread's pwrite overwrites
+ *    the block.  In every mode the pwrite must wait in write_access (still
+ *    waiting 300 ms later) and the device must get the bytes the block held
+ *    when the write began; in ubj, a FROZEN block written zero-copy (the
+ *    timer checkpoint's way) must not hold the pwrite up (it works on a
+ *    copy) and the device gets the committed bytes.  UBJ_TEST_BREAK=
+ *    stable-no-wait (the wait returns at once) fails it in every mode.
  *  - test_stress_small_cache: 4 threads mixing create, write, rename,
  *    fsync and unlink on a 64-buffer cache (the timer firing every 2 ms),
  *    in every mode: all finish (a watchdog turns a hang into a failure),
@@ -207,6 +218,28 @@ static struct timespec deadline_in(long ms)
     return ts;
 }
 
+/* flag_wait -- wait up to ms for *flag (under m, signalled on cv); its
+ * value. */
+static int flag_wait(pthread_mutex_t *m, pthread_cond_t *cv, const int *flag, long ms)
+{
+    pthread_mutex_lock(m);
+    struct timespec dl = deadline_in(ms);
+    while (!*flag && pthread_cond_timedwait(cv, m, &dl) == 0)
+        ;
+    int v = *flag;
+    pthread_mutex_unlock(m);
+    return v;
+}
+
+/* flag_set -- *flag := 1 under m; wake the waiters on cv. */
+static void flag_set(pthread_mutex_t *m, pthread_cond_t *cv, int *flag)
+{
+    pthread_mutex_lock(m);
+    *flag = 1;
+    pthread_cond_broadcast(cv);
+    pthread_mutex_unlock(m);
+}
+
 /* b_waiting -- B is waiting in the handle layer (the timer is off, so
  * the waiter can only be B): in the barrier (fsync), or at its start
  * (credits: for room, or for its start's commit). */
@@ -253,13 +286,7 @@ static void park_one(const char *m, enum pair pair, char *why, size_t whysz)
     pthread_t a, b;
     int arc = -1;
     assert_int_equal(pthread_create(&a, NULL, thread_a, &arc), 0);
-    pthread_mutex_lock(&P.m);
-    struct timespec dl = deadline_in(WAIT_MS);
-    while (!P.parked && pthread_cond_timedwait(&P.cv, &P.m, &dl) == 0)
-        ;
-    int parked = P.parked;
-    pthread_mutex_unlock(&P.m);
-    assert_true(parked);
+    assert_true(flag_wait(&P.m, &P.cv, &P.parked, WAIT_MS));
     assert_int_equal(pthread_create(&b, NULL, thread_b, NULL), 0);
     /* B either waits (right) or returns (wrong) */
     for (int i = 0; i < WAIT_MS && !b_waiting(tm.fs, pair) && !b_done(); i++)
@@ -338,6 +365,174 @@ static void test_start_waits_for_credits(void **state)
 {
     (void)state;
     park_all(PAIR_CREDITS);
+}
+
+/* ---- stable buffers under I/O ------------------------------------------------------ */
+
+/* One parked write of block S.blkno (thread W, without the mount lock)
+ * and the file-system write that wants to change the block meanwhile
+ * (thread M, a pwrite). */
+struct stab {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    struct ubj_fs *fs;
+    struct ubj_buf *b;      /* the block's buffer (the main thread's ref) */
+    bool zero_copy;         /* W writes FROZEN b with ubj_cache_write_bufs */
+    ubj_ino_t ino;
+    int parked, release, m_done;   /* [m] */
+    int w_rc;
+    ssize_t m_n;
+    uint8_t at_park[UBJ_BS];       /* b's bytes when W's window opened */
+    uint8_t want[UBJ_BS];          /* M's bytes */
+};
+static struct stab S = { .m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+/* stab_hook -- the cache's write of S.b opened its window: keep the live
+ * bytes, park until released (once). */
+static void stab_hook(void *arg, struct ubj_cache *c, struct ubj_buf *b)
+{
+    (void)arg;
+    (void)c;
+    pthread_mutex_lock(&S.m);
+    if (b == S.b && !S.parked) {
+        memcpy(S.at_park, b->data, UBJ_BS);
+        S.parked = 1;
+        pthread_cond_broadcast(&S.cv);
+        while (!S.release)
+            pthread_cond_wait(&S.cv, &S.m);
+    }
+    pthread_mutex_unlock(&S.m);
+}
+
+/* stab_w -- the write, as a thread without the mount lock makes one. */
+static void *stab_w(void *arg)
+{
+    (void)arg;
+    if (S.zero_copy)   /* the timer's checkpoint: a FROZEN buffer, zero copy */
+        S.w_rc = ubj_cache_write_bufs(S.fs->cache, &S.b->idx, NULL, 1);
+    else
+        S.w_rc = ubj_cache_write_home(S.fs->cache, S.b);
+    return NULL;
+}
+
+/* stab_m -- a file-system write of the whole block. */
+static void *stab_m(void *arg)
+{
+    (void)arg;
+    S.m_n = ubj_pwrite(S.fs, S.ino, S.want, UBJ_BS, 0);
+    flag_set(&S.m, &S.cv, &S.m_done);   /* publishes m_n too */
+    return NULL;
+}
+
+/* stab_find -- the newest cached buffer holding bytes `a` (referenced),
+ * and its state. */
+static struct ubj_buf *stab_find(struct ubj_cache *c, const uint8_t *a, uint32_t *state)
+{
+    for (uint32_t i = 0; i < ubj_cache_nbufs(c); i++) {
+        struct ubj_buf *b = ubj_cache_buf_at(c, i);
+        struct ubj_buf_view v = ubj_cache_peek(c, b);
+        if (v.state == UBJ_BUF_FREE || v.newer != UBJ_NOBUF ||
+            memcmp(b->data, a, UBJ_BS) != 0)
+            continue;
+        struct ubj_buf *got;
+        assert_ok(ubj_cache_lookup(c, v.blkno, &got));
+        assert_ptr_equal(got, b);
+        *state = v.state;
+        return b;
+    }
+    fail_msg("the file's block is not in the cache");
+    return NULL;
+}
+
+/*
+ * stable_one -- in mode m: file /f's block holds bytes A, synced (CLEAN;
+ * with `frozen`, mode ubj: fsynced, FROZEN).  W's write of it parks
+ * inside its window; M overwrites the block with bytes B.  In place
+ * (every mode's CLEAN buffer) M must wait in write_access until W's
+ * snapshot is taken; on a FROZEN buffer (ubj) M works on a copy and must
+ * not wait.  Either way the device must get A, the bytes of the window's
+ * start, and the file must read B.  A failure message in why.
+ */
+static void stable_one(const char *m, bool frozen, char *why, size_t whysz)
+{
+    struct tmount tm;
+    struct ubj_stat st;
+    uint8_t a[UBJ_BS], got[UBJ_BS];
+    why[0] = '\0';
+    tm_mount(&tm, m, 256, 3600u * 1000u);   /* no timer write meanwhile */
+    tpattern_fill(a, sizeof a, 5, 0);
+    assert_ok(ubj_create(tm.fs, UBJ_ROOT_INO, "f", 0644, NULL, &st));
+    assert_int_equal(ubj_pwrite(tm.fs, st.ino, a, sizeof a, 0), (ssize_t)sizeof a);
+    assert_ok(frozen ? ubj_fsync(tm.fs, st.ino, 0) : ubj_sync(tm.fs));
+    uint32_t state;
+    S = (struct stab){ .m = S.m, .cv = S.cv, .fs = tm.fs, .ino = st.ino,
+                       .zero_copy = frozen, .b = stab_find(tm.fs->cache, a, &state) };
+    tpattern_fill(S.want, sizeof S.want, 6, 0);
+    assert_int_equal(state == UBJ_BUF_FROZEN, frozen);
+    uint64_t blkno = ubj_cache_peek(tm.fs->cache, S.b).blkno;
+    struct ubj_cache_stats c0, c1;
+    ubj_cache_stats_get(tm.fs->cache, &c0);
+    ubj_cache_test_write_hook(stab_hook, NULL);
+    pthread_t w, mt;
+    assert_int_equal(pthread_create(&w, NULL, stab_w, NULL), 0);
+    assert_true(flag_wait(&S.m, &S.cv, &S.parked, WAIT_MS));
+    assert_int_equal(pthread_create(&mt, NULL, stab_m, NULL), 0);
+    /* in place: M waits (300 ms tell); on a copy: M returns */
+    int during = flag_wait(&S.m, &S.cv, &S.m_done, frozen ? WAIT_MS : 300);
+    flag_set(&S.m, &S.cv, &S.release);
+    pthread_join(w, NULL);
+    pthread_join(mt, NULL);
+    ubj_cache_test_write_hook(NULL, NULL);
+    ubj_cache_stats_get(tm.fs->cache, &c1);
+    assert_ok(ubj_bdev_read(tm.dev, blkno, 1, got));
+    const char *how = frozen ? "a FROZEN buffer (zero copy)" : "in place";
+    if (S.w_rc != 0 || S.m_n != (ssize_t)UBJ_BS)
+        snprintf(why, whysz, "mode %s, %s: write %d, pwrite %zd", m, how, S.w_rc, S.m_n);
+    else if (memcmp(S.at_park, a, UBJ_BS) != 0)
+        snprintf(why, whysz, "mode %s, %s: block %llu changed before the write", m, how,
+                 (unsigned long long)blkno);
+    else if (!frozen && during)
+        snprintf(why, whysz, "mode %s, %s: a pwrite changed block %llu inside a "
+                 "write's stable-buffer window (it did not wait)", m, how,
+                 (unsigned long long)blkno);
+    else if (frozen && !during)
+        snprintf(why, whysz, "mode %s, %s: the pwrite waited for a checkpoint's "
+                 "write instead of working on a copy", m, how);
+    else if (memcmp(got, S.at_park, UBJ_BS) != 0)
+        snprintf(why, whysz, "mode %s, %s: block %llu was written with other bytes "
+                 "than it held when its write began", m, how, (unsigned long long)blkno);
+    else if (!frozen && c1.stable_waits == c0.stable_waits)
+        snprintf(why, whysz, "mode %s, %s: no stable wait was counted", m, how);
+    else if (tpath_read(tm.fs, "/f", got, UBJ_BS, 0) != UBJ_BS ||
+             memcmp(got, S.want, UBJ_BS) != 0)
+        snprintf(why, whysz, "mode %s, %s: the pwrite does not read back", m, how);
+    ubj_cache_put(tm.fs->cache, S.b);
+    S.b = NULL;
+    tm_done(&tm, m);
+}
+
+/* test_write_access_waits_for_write -- the stable-buffer rule in every
+ * mode (in place), and UBJ's copy of a FROZEN buffer; UBJ_TEST_BREAK=
+ * stable-no-wait (write_access does not wait) must fail it. */
+static void test_write_access_waits_for_write(void **state)
+{
+    (void)state;
+    const char *brk = getenv("UBJ_TEST_BREAK");
+    ubj_cache_test_break(brk != NULL && strcmp(brk, "stable-no-wait") == 0);
+    char why[256], first[256] = "";
+    for (size_t i = 0; i <= NMODES; i++) {
+        phase_mode = (sig_atomic_t)(i < NMODES ? i : 1);
+        bool frozen = i == NMODES;      /* the last round: ubj, FROZEN */
+        stable_one(modes[phase_mode], frozen, why, sizeof why);
+        if (why[0] != '\0') {
+            fprintf(stderr, "%s\n", why);
+            if (first[0] == '\0')
+                snprintf(first, sizeof first, "%s", why);
+        }
+    }
+    ubj_cache_test_break(false);
+    if (first[0] != '\0')
+        fail_msg("%s", first);
 }
 
 /* ---- the stress test ----------------------------------------------------------------- */
@@ -461,6 +656,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fsync_waits_for_parked_handle),
         cmocka_unit_test(test_start_waits_for_credits),
+        cmocka_unit_test(test_write_access_waits_for_write),
         cmocka_unit_test(test_stress_small_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
