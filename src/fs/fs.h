@@ -14,6 +14,8 @@
  *   extent.c  the per-file extent tree: map, allocate, truncate, walk
  *   file.c    pread, pwrite, setattr, fsync, open/release
  *   ofile.c   open file descriptions (struct ubj_file), fadvise
+ *   readahead.c  the read-ahead window engine: which pages a read brings
+ *             in, per policy (readahead.h; no I/O, no lock of its own)
  *   dir.c     the per-directory B+tree of names: lookup, add, remove,
  *             iterate, walk
  *   namei.c   namespace operations (mknod, mkdir, unlink, rmdir, rename,
