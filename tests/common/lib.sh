@@ -16,6 +16,7 @@
 set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/skip.bash"
 . "$(dirname "${BASH_SOURCE[0]}")/proc.bash"
+. "$(dirname "${BASH_SOURCE[0]}")/python.bash"
 : "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
 [ -x "$UBJ_TOOL" ] || test_skip "$UBJ_TOOL is not built"
 fails=0

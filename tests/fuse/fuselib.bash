@@ -25,6 +25,7 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../common/skip.bash"
 . "$(dirname "${BASH_SOURCE[0]}")/../common/proc.bash"
+. "$(dirname "${BASH_SOURCE[0]}")/../common/python.bash"
 trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: \`$BASH_COMMAND\` exited $?" >&2' ERR
 
 : "${UBJ_TOOL:?UBJ_TOOL must name the built ubjfs binary}"
