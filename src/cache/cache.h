@@ -309,7 +309,7 @@ int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
  * (the buffer LOADED, io_cv broadcast) before `outer` is retaken, so a
  * thread holding `outer` while waiting for that block is not waited for.
  * What the caller looked up under `outer` may have changed meanwhile: it
- * must revalidate (src/fs/meta.c, fs_get_read).  Returns 1 and *out if
+ * must revalidate (src/fs/file.c, file_get_data).  Returns 1 and *out if
  * `outer` was released, 0 and *out if not (a hit, or another thread's read
  * waited for under `outer`), or ubj_cache_get's errors (`outer` held
  * again); -EINVAL also for UBJ_GET_NOREAD (nothing to read).

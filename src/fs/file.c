@@ -22,14 +22,14 @@
  *     when part of its old contents survives the write.
  *
  *  F4 A pread that misses in the cache waits for the device outside the
- *     mount lock (fs_get_read, struct fs_rd: meta.c) and keeps what
+ *     mount lock (file_get_data: ubj_cache_get_unlocking) and keeps what
  *     it copied only if nothing changed meanwhile: fs->gen is what it was
  *     when the inode was looked up, else the buffer is dropped and the read
  *     restarts from its first uncopied byte with the inode looked up
  *     again (size, extents).  Bytes copied before a restart were right when
  *     copied (as Linux, a read is not atomic against a concurrent write or
  *     truncate: a short read, never stale or foreign bytes).  After
- *     FS_RD_TRIES tries it reads under the lock: it finishes.  Nothing
+ *     FILE_RESTARTS restarts it reads under the lock: it finishes.  Nothing
  *     that writes drops the lock (docs/DESIGN.md, "Device reads outside
  *     the mount lock").
  *
@@ -49,6 +49,18 @@
 #define FILE_BLOCKS_END (1ULL << 32)    /* one past the last logical block */
 #define FILE_TREE_CREDITS 12u           /* extent nodes on a path, twice */
 #define FILE_ATIME_MAX_AGE (24 * 3600)  /* relatime: seconds */
+#define FILE_RESTARTS 4u                /* F4: unlocked tries of one pread */
+#define FILE_RESTART 1                  /* F4: restart from the inode */
+
+#if UBJ_TEST_HOOKS
+static bool file_no_revalidate;   /* broken variant no-revalidate (fs.h) */
+
+/* fs_file_test_break -- test builds: the broken variant no-revalidate. */
+void fs_file_test_break(bool no_revalidate)
+{
+    file_no_revalidate = no_revalidate;
+}
+#endif
 
 /* file_err -- a failing entry point's message: the lower layer's message
  * prefixed with the operation (or, if there is none, the operation, inode
@@ -149,11 +161,35 @@ static void file_atime(struct ubj_fs *fs, struct fs_iref *r)
 
 /* ---- reading ------------------------------------------------------------- */
 
+/* file_get_data -- data block pblk for a read that started at fs->gen ==
+ * gen0; with `unlock`, a miss's device read runs outside the mount lock
+ * (F4).  0 and *out; FILE_RESTART (nothing held: the file may have
+ * changed while the lock was off); the cache's error. */
+static int file_get_data(struct ubj_fs *fs, uint64_t pblk, bool unlock,
+                         uint64_t gen0, struct ubj_buf **out)
+{
+    if (!unlock)
+        return ubj_cache_get(fs->cache, pblk, 0, out);
+    int rc = ubj_cache_get_unlocking(fs->cache, pblk, 0, &fs->lock, out);
+    if (rc <= 0)
+        return rc;
+    bool changed = fs->gen != gen0;
+#if UBJ_TEST_HOOKS
+    changed = changed && !file_no_revalidate;
+#endif
+    if (!changed)
+        return 0;
+    ubj_cache_put(fs->cache, *out);
+    *out = NULL;
+    return FILE_RESTART;
+}
+
 /* file_read_run -- copy n bytes at pos from the run mapped at pblk (0: a
- * hole) into dst; *done = bytes copied.  Returns 0, FS_RESTART (F4) or the
+ * hole) into dst; *done = bytes copied.  Returns 0, FILE_RESTART or the
  * cache's error. */
 static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
-                         uint64_t pos, uint64_t n, uint64_t *done)
+                         uint64_t pos, uint64_t n, bool unlock, uint64_t gen0,
+                         uint64_t *done)
 {
     *done = 0;
     if (pblk == 0) {
@@ -165,7 +201,7 @@ static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
         uint32_t boff = (uint32_t)(pos % UBJ_BS);
         uint64_t c = UBJ_BS - boff < n ? UBJ_BS - boff : n;
         struct ubj_buf *b;
-        int rc = fs_get_read(fs, pblk, &b);
+        int rc = file_get_data(fs, pblk, unlock, gen0, &b);
         if (rc != 0)
             return rc;
         memcpy(dst, b->data + boff, c);
@@ -182,10 +218,11 @@ static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
 /* file_read_locked -- read up to size bytes at off of a regular file;
  * *done = bytes read (on an error: up to the run that failed, as before
  * F4; on a restart: up to the block that restarts).  Returns 0 (done
- * the whole range or to the end of the file), FS_RESTART (F4) or an
+ * the whole range or to the end of the file), FILE_RESTART (F4) or an
  * error. */
 static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
-                            size_t size, uint64_t off, uint64_t *done)
+                            size_t size, uint64_t off, bool unlock,
+                            uint64_t *done)
 {
     *done = 0;
     uint64_t isize = r->ip->size;
@@ -194,6 +231,7 @@ static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
                              (unsigned long long)r->ino, (unsigned long long)isize);
     if (off >= isize)
         return 0;
+    uint64_t gen0 = fs->gen;
     uint64_t end = isize - off < size ? isize : off + size;
     uint8_t *dst = buf;
     uint64_t pos = off;
@@ -207,17 +245,15 @@ static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
         if (rc == 0) {
             uint64_t run_end = ((uint64_t)lblk + len) * UBJ_BS;
             n = (run_end < end ? run_end : end) - pos;
-            rc = file_read_run(fs, pblk, dst, pos, n, &n);
-        }
-        if (rc == FS_RESTART) {   /* what this run copied is right */
-            *done = pos + n - off;
-            return rc;
+            rc = file_read_run(fs, pblk, dst, pos, n, unlock, gen0, &n);
         }
         if (rc < 0)   /* a failed run counts nothing: *done as it started */
             return rc;
         dst += n;
         pos += n;
         *done = pos - off;
+        if (rc != 0)
+            return rc;   /* FILE_RESTART: what this run copied is right */
     }
     return 0;
 }
@@ -235,32 +271,40 @@ ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
         size = FILE_RW_MAX;
     fs_start(fs, 0, &h);
     uint64_t total = 0;
-    struct fs_rd rd;
     int rc;
-    fs_rd_begin(fs, &rd);
-    bool own_msg = false;   /* rc from file_check_reg: its message */
-    do {
+    for (unsigned tries = 0;; tries++) {
         rc = fs_iget(fs, ino, &r);
-        if (rc < 0)
-            continue;   /* to fs_rd_again: a restart, or the end */
-        rc = file_check_reg(r.ip, "pread", ino);
-        own_msg = rc < 0;
-        if (rc == 0 && size > total) {
-            uint64_t n;
-            rc = file_read_locked(fs, &r, (uint8_t *)buf + total, size - total,
-                                  (uint64_t)off + total, &n);
-            total += n;
-            if (rc == FS_RESTART && total == size)
-                rc = 0;
-            if (rc != FS_RESTART && (rc == 0 || total > 0) && size > 0) {
-                fs_rd_end(&rd);   /* the atime update writes */
-                file_atime(fs, &r);
-            }
+        if (rc < 0) {
+            if (total > 0)
+                break;   /* unlinked and freed meanwhile: what was read */
+            return fs_stop(fs, h, file_err(rc, "pread", ino));
         }
+        rc = file_check_reg(r.ip, "pread", ino);
+        if (rc < 0 && total == 0) {   /* its own message */
+            fs_iput(fs, &r);
+            return fs_stop(fs, h, rc);
+        }
+        if (rc < 0 || size == 0) {
+            fs_iput(fs, &r);
+            break;
+        }
+        uint64_t n;
+        rc = file_read_locked(fs, &r, (uint8_t *)buf + total, size - total,
+                              (uint64_t)off + total, tries < FILE_RESTARTS, &n);
+        total += n;
+        if (rc == FILE_RESTART && total < size) {
+            fs_iput(fs, &r);
+            continue;
+        }
+        if (rc == FILE_RESTART)
+            rc = 0;
+        if (rc == 0 || total > 0)
+            file_atime(fs, &r);
         fs_iput(fs, &r);
-    } while (fs_rd_again(&rd, rc));
+        break;
+    }
     if (rc < 0 && total == 0)
-        return fs_stop(fs, h, own_msg ? rc : file_err(rc, "pread", ino));
+        return fs_stop(fs, h, file_err(rc, "pread", ino));
     return fs_stop(fs, h, (int)total);
 }
 

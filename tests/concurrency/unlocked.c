@@ -13,12 +13,6 @@
  *    UBJ_TEST_BREAK=unlock-none (the cache keeps the caller's lock
  *    through the read, as before the rule) fails it in every mode: the
  *    getattr waits behind the parked read.
- *  - test_stat_while_getattr_parked: the same with R a getattr of a file
- *    whose inode block is out of the cache (one of NFILES files made
- *    before cold was written): the inode block's read parks; the other
- *    getattr and statfs return; R's getattr then gives the file's size.
- *    unlock-none fails it in every mode.  (lookup, readlink and path
- *    lookups go the same way: fs_rd in src/fs/meta.c.)
  *  - test_read_revalidates: while R is parked in its read of cold's first
  *    two blocks, the main thread truncates cold to 0 bytes (its blocks
  *    freed, the parked one forgotten) and fills another file, which may
@@ -41,7 +35,6 @@
 #define NBUFS 64u              /* cache buffers */
 #define COLD_BYTES (1024u * 1024u)
 #define CHUNK (64u * 1024u)
-#define NFILES 48              /* files made first: several inode blocks */
 
 /* watchdog -- SIGALRM: a hang becomes a failure. */
 static void watchdog(int sig)
@@ -59,9 +52,6 @@ struct parked {
     pthread_cond_t cv;
     struct ubj_fs *fs;
     ubj_ino_t cold, warm;
-    ubj_ino_t first;     /* the first of the NFILES files (3 bytes long) */
-    int r_getattr;       /* R getattrs `first` instead of reading cold */
-    struct ubj_stat r_st;
     int armed;           /* [m] the next unlocked miss parks */
     int parked;          /* [m] R is parked in its device read */
     int release;         /* [m] R may go on */
@@ -97,8 +87,7 @@ static void read_hook(void *arg, struct ubj_cache *c, uint64_t blkno)
 static void *thread_r(void *arg)
 {
     (void)arg;
-    ssize_t n = P.r_getattr ? ubj_getattr(P.fs, P.first, &P.r_st)
-                            : ubj_pread(P.fs, P.cold, P.r_buf, P.r_len, 0);
+    ssize_t n = ubj_pread(P.fs, P.cold, P.r_buf, P.r_len, 0);
     pthread_mutex_lock(&P.m);
     P.r_n = n;
     P.r_done = 1;
@@ -131,13 +120,6 @@ static void setup(struct tmount *tm, const char *m)
 {
     tm_mount(tm, m, NBUFS, 3600u * 1000u);   /* no timer meanwhile */
     P.fs = tm->fs;
-    assert_ok(tpath_mkdir(tm->fs, "/d", 0755, NULL));
-    for (int i = 0; i < NFILES; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "/d/f%d", i);
-        assert_ok(tpath_put(tm->fs, name, "abc", 3));
-    }
-    P.first = tpath_ino(tm->fs, "/d/f0");
     assert_ok(tpath_create(tm->fs, "/cold", 0644, NULL));
     assert_ok(tpath_create(tm->fs, "/warm", 0644, NULL));
     P.cold = tpath_ino(tm->fs, "/cold");
@@ -154,7 +136,7 @@ static void setup(struct tmount *tm, const char *m)
     assert_ok(ubj_sync(tm->fs));
     assert_rc(ubj_pread(tm->fs, P.warm, buf, 4096, 0), 4096);
     free(buf);
-    P.armed = P.parked = P.release = P.r_done = P.s_done = P.r_getattr = 0;
+    P.armed = P.parked = P.release = P.r_done = P.s_done = 0;
     P.r_n = 0;
     P.s_rc = 0;
 }
@@ -173,7 +155,7 @@ static bool park_r(pthread_t *r, size_t len, const char *m, char *why, size_t wn
     assert_int_equal(pthread_create(r, NULL, thread_r, NULL), 0);
     if (tflag_wait(&P.m, &P.cv, &P.parked, WAIT_MS))
         return true;
-    snprintf(why, wn, "mode %s: the cold pread or getattr never parked in an unlocked "
+    snprintf(why, wn, "mode %s: the cold pread never parked in an unlocked "
              "device read (it hit the cache, or kept the lock)", m);
     tflag_set(&P.m, &P.cv, &P.release);
     pthread_join(*r, NULL);
@@ -188,14 +170,12 @@ static void release_r(pthread_t r)
     ubj_cache_test_read_hook(NULL, NULL);
 }
 
-/* stat_both -- test_stat_while_read_parked (getattr false) or
- * test_stat_while_getattr_parked in mode m; why: "" or the failure. */
-static void stat_both(const char *m, bool getattr, char *why, size_t wn)
+/* stat_one -- test_stat_while_read_parked in mode m; why: "" or the failure. */
+static void stat_one(const char *m, char *why, size_t wn)
 {
     struct tmount tm;
     why[0] = '\0';
     setup(&tm, m);
-    P.r_getattr = getattr;
     pthread_t r, s;
     if (park_r(&r, 8192, m, why, wn)) {
         assert_int_equal(pthread_create(&s, NULL, thread_s, NULL), 0);
@@ -208,12 +188,6 @@ static void stat_both(const char *m, bool getattr, char *why, size_t wn)
                      "through it)", m);
         else if (P.s_rc != 0)
             snprintf(why, wn, "mode %s: getattr/statfs: %d", m, P.s_rc);
-        else if (getattr && (P.r_n != 0 || P.r_st.size != 3))
-            snprintf(why, wn, "mode %s: the parked getattr returned %zd, size "
-                     "%llu, want 0 and 3", m, P.r_n,
-                     (unsigned long long)P.r_st.size);
-        else if (getattr)
-            ;
         else if (P.r_n != 8192)
             snprintf(why, wn, "mode %s: the parked pread returned %zd, want 8192",
                      m, P.r_n);
@@ -224,17 +198,6 @@ static void stat_both(const char *m, bool getattr, char *why, size_t wn)
     free(P.r_buf);
     P.r_buf = NULL;
     tm_done(&tm, m);
-}
-
-/* stat_one, stat_meta_one -- the two ways of stat_both. */
-static void stat_one(const char *m, char *why, size_t wn)
-{
-    stat_both(m, false, why, wn);
-}
-
-static void stat_meta_one(const char *m, char *why, size_t wn)
-{
-    stat_both(m, true, why, wn);
 }
 
 /* reval_one -- test_read_revalidates in mode m. */
@@ -301,13 +264,6 @@ static void test_stat_while_read_parked(void **state)
     run_all(stat_one, "unlock-none", ubj_cache_test_unlock_break);
 }
 
-/* test_stat_while_getattr_parked -- every mode (see the top). */
-static void test_stat_while_getattr_parked(void **state)
-{
-    (void)state;
-    run_all(stat_meta_one, "unlock-none", ubj_cache_test_unlock_break);
-}
-
 /* test_read_revalidates -- every mode (see the top). */
 static void test_read_revalidates(void **state)
 {
@@ -322,7 +278,6 @@ int main(void)
     signal(SIGALRM, watchdog);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stat_while_read_parked),
-        cmocka_unit_test(test_stat_while_getattr_parked),
         cmocka_unit_test(test_read_revalidates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
