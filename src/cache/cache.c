@@ -16,8 +16,6 @@
  *   hooks          the mode's write and reclaim hooks (ubj_cache_set_hooks)
  *   snap_free[2]   free snapshot segments (1 block / CACHE_WB_MAX_RUN
  *                  blocks); snap_out[] counts those a write holds
- *   outside        readers of ubj_cache_get_unlocking outside the caller's
- *                  lock (changed with that lock held too; outside_cv)
  * Besides the UBJ_BUF_* flags of cache.h, three private flags:
  *   CACHE_BUF_HASHED   the buffer is on its hash chain
  *   CACHE_BUF_GONE     dropped (forget / set_state FREE) while still held:
@@ -243,11 +241,6 @@ struct ubj_cache {
     pthread_cond_t io_cv;        /* broadcast when some io_busy clears or a
                                     snapshot segment is given back */
     uint64_t cold_frozen;        /* cold FROZEN buffers CLOCK met, not yet taken */
-    uint32_t outside;            /* ubj_cache_get_unlocking callers that
-                                    released their lock for a read: changed
-                                    with that lock held as well */
-    pthread_cond_t outside_cv;   /* broadcast (waited on with the caller's
-                                    lock) when outside drops to 0 */
     pthread_mutex_t wb_lock;     /* serialises writeback; owns wb_* */
     struct ubj_bdev *dev;        /* not owned */
     struct ubj_cache_config cfg;
@@ -1021,7 +1014,6 @@ int ubj_cache_create(struct ubj_bdev *dev, const struct ubj_cache_config *cfg,
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->wb_lock, NULL);
     pthread_cond_init(&c->io_cv, NULL);
-    pthread_cond_init(&c->outside_cv, NULL);
     assert(c->adopt_pending || assert_cache_invariants(c));
     *out = c;
     return 0;
@@ -1037,7 +1029,6 @@ void ubj_cache_destroy(struct ubj_cache *c)
     assert(c->snap_out[CACHE_SNAP_ONE] == 0 && c->snap_out[CACHE_SNAP_RUN] == 0);
     pthread_mutex_unlock(&c->lock);
     pthread_cond_destroy(&c->io_cv);
-    pthread_cond_destroy(&c->outside_cv);
     pthread_mutex_destroy(&c->wb_lock);
     pthread_mutex_destroy(&c->lock);
     cache_free_arrays(c);
@@ -1067,25 +1058,22 @@ static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags,
                       pthread_mutex_t *outer, bool *dropped)
 {
     int rc = 0;
-    bool drop = outer != NULL && !(flags & UBJ_GET_NOREAD);
-#if UBJ_TEST_HOOKS
-    bool hook = drop && cache_read_hook != NULL;
-    drop = drop && !cache_unlock_none;   /* broken variant: keeps it */
-#endif
-    if (drop)
-        c->outside++;   /* under c->lock and outer: ubj_cache_wait_unlocked */
     pthread_mutex_unlock(&c->lock);
     if (flags & UBJ_GET_NOREAD) {
         memset(b->data, 0, CACHE_BS);
     } else {
-        if (drop) {
-            pthread_mutex_unlock(outer);
-            *dropped = true;
-        }
+        if (outer != NULL) {
 #if UBJ_TEST_HOOKS
-        if (hook)
-            cache_read_hook(cache_read_hook_arg, c, b->d->blkno);
+            if (!cache_unlock_none) {   /* broken variant: keeps it */
 #endif
+                pthread_mutex_unlock(outer);
+                *dropped = true;
+#if UBJ_TEST_HOOKS
+            }
+            if (cache_read_hook != NULL)
+                cache_read_hook(cache_read_hook_arg, c, b->d->blkno);
+#endif
+        }
         rc = ubj_bdev_read(c->dev, b->d->blkno, 1, b->data);
     }
     pthread_mutex_lock(&c->lock);
@@ -1106,8 +1094,6 @@ static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags,
         pthread_mutex_unlock(&c->lock);
         pthread_mutex_lock(outer);
         pthread_mutex_lock(&c->lock);
-        if (--c->outside == 0)
-            pthread_cond_broadcast(&c->outside_cv);
     }
     return rc < 0 ? rc : 0;
 }
@@ -1191,21 +1177,6 @@ int ubj_cache_get_unlocking(struct ubj_cache *c, uint64_t blkno, unsigned flags,
                              "(UBJ_GET_NOREAD given)");
     int rc = cache_get(c, blkno, flags, outer, &dropped, out);
     return rc < 0 ? rc : dropped;
-}
-
-/* ubj_cache_wait_unlocked -- wait (on outside_cv with `outer`) until no
- * ubj_cache_get_unlocking caller is outside `outer`. */
-void ubj_cache_wait_unlocked(struct ubj_cache *c, pthread_mutex_t *outer)
-{
-    pthread_mutex_lock(&c->lock);
-    while (c->outside > 0) {
-        pthread_mutex_unlock(&c->lock);
-        /* outside changes only with outer held: it cannot drop to 0
-         * between the test and this wait */
-        pthread_cond_wait(&c->outside_cv, outer);
-        pthread_mutex_lock(&c->lock);
-    }
-    pthread_mutex_unlock(&c->lock);
 }
 
 /* ubj_cache_lookup -- get without I/O; -ENOENT if blkno is not cached. */

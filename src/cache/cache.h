@@ -318,15 +318,6 @@ int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
 int ubj_cache_get_unlocking(struct ubj_cache *c, uint64_t blkno, unsigned flags,
                             pthread_mutex_t *outer, struct ubj_buf **out);
 
-/*
- * ubj_cache_wait_unlocked -- the caller holds `outer`: wait until no
- * ubj_cache_get_unlocking call that released `outer` is still outside it
- * (each has retaken it and returned, or waits to), releasing `outer`
- * meanwhile.  For a teardown (ubj_unmount) that must not free what such
- * a reader will touch.  Never fails; thread-safe.
- */
-void ubj_cache_wait_unlocked(struct ubj_cache *c, pthread_mutex_t *outer);
-
 /* ubj_cache_lookup -- like get but never does I/O: -ENOENT on a miss. */
 int ubj_cache_lookup(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out);
 

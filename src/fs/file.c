@@ -170,7 +170,10 @@ static int file_get_data(struct ubj_fs *fs, uint64_t pblk, bool unlock,
 {
     if (!unlock)
         return ubj_cache_get(fs->cache, pblk, 0, out);
+    fs->unlocked++;
     int rc = ubj_cache_get_unlocking(fs->cache, pblk, 0, &fs->lock, out);
+    if (--fs->unlocked == 0)
+        pthread_cond_broadcast(&fs->unlocked_cv);
     if (rc <= 0)
         return rc;
     bool changed = fs->gen != gen0;

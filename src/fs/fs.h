@@ -114,6 +114,10 @@ struct ubj_fs {
                                       block (fs_gen_bump): a reader that
                                       released the lock and finds it moved
                                       revalidates */
+    uint32_t unlocked;             /* [lock] readers that may be outside the
+                                      lock in a device read; ubj_unmount
+                                      waits for 0 */
+    pthread_cond_t unlocked_cv;    /* [lock] broadcast when unlocked -> 0 */
     uint64_t dev_flushes_base;     /* device flushes at mount (stats) */
 };
 
