@@ -59,11 +59,7 @@
  *     twin: the live bytes are not on the device).
  * 11. No device I/O and no callback (seal, the hooks) runs with c->lock
  *     held.  Lock order: c->wb_lock (serialises writeback, owns wb_ents)
- *     before c->lock; a caller's lock (the mount lock) before both.
- *     ubj_cache_get_unlocking releases the caller's lock only around a
- *     miss's device read, and ends the read (io_busy, state) under c->lock
- *     before it retakes the caller's lock: a thread that waits on io_cv
- *     for that buffer while holding the caller's lock is never waited for.
+ *     before c->lock.
  * 12. An io_busy buffer is never reused nor freed; io_busy is cleared, and
  *     c->io_cv broadcast, by the thread that set it (with an asynchronous
  *     completion later: by the thread completing the write it set it for).
@@ -265,15 +261,11 @@ struct ubj_cache {
 };
 
 #if UBJ_TEST_HOOKS
-/* test builds: the write-in-flight hook, the unlocked-read hook and the
- * broken variants stable-no-wait and unlock-none (cache.h); process-wide,
- * set by tests only */
+/* test builds: the write-in-flight hook and the broken variant
+ * stable-no-wait (cache.h); process-wide, set by tests only */
 static void (*cache_test_hook)(void *, struct ubj_cache *, struct ubj_buf *);
 static void *cache_test_hook_arg;
 static bool cache_no_stable_wait;
-static void (*cache_read_hook)(void *, struct ubj_cache *, uint64_t);
-static void *cache_read_hook_arg;
-static bool cache_unlock_none;
 #define CACHE_TEST_POINT(c, b) \
     do { if (cache_test_hook) cache_test_hook(cache_test_hook_arg, (c), (b)); } while (0)
 #else
@@ -1048,34 +1040,15 @@ static inline void cache_hit_locked(struct ubj_buf *b)
  * cache_fill -- load a freshly claimed buffer (refcnt 1, io_busy, hashed,
  * FREE) from the device, or zero it for NOREAD.  Called and returns with
  * c->lock held.  On a read error the buffer is released (nothing cached).
- * With `outer` (ubj_cache_get_unlocking; never for NOREAD) the caller's
- * lock is released around the device read and retaken after io_busy
- * cleared and the state is set, without c->lock (its order comes first):
- * a thread holding `outer` and waiting on io_cv for this buffer is woken
- * without needing `outer`.  *dropped tells whether it was released.
  */
-static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags,
-                      pthread_mutex_t *outer, bool *dropped)
+static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags)
 {
     int rc = 0;
     pthread_mutex_unlock(&c->lock);
-    if (flags & UBJ_GET_NOREAD) {
+    if (flags & UBJ_GET_NOREAD)
         memset(b->data, 0, CACHE_BS);
-    } else {
-        if (outer != NULL) {
-#if UBJ_TEST_HOOKS
-            if (!cache_unlock_none) {   /* broken variant: keeps it */
-#endif
-                pthread_mutex_unlock(outer);
-                *dropped = true;
-#if UBJ_TEST_HOOKS
-            }
-            if (cache_read_hook != NULL)
-                cache_read_hook(cache_read_hook_arg, c, b->d->blkno);
-#endif
-        }
+    else
         rc = ubj_bdev_read(c->dev, b->d->blkno, 1, b->data);
-    }
     pthread_mutex_lock(&c->lock);
     b->io_busy = 0;
     pthread_cond_broadcast(&c->io_cv);
@@ -1083,26 +1056,21 @@ static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags,
         assert(b->refcnt == 1);   /* waiters hold no reference */
         b->refcnt = 0;
         cache_release_locked(c, b);
-    } else if (flags & UBJ_GET_NOREAD) {
+        return rc;
+    }
+    if (flags & UBJ_GET_NOREAD) {
         b->flags |= UBJ_BUF_LOADED;
     } else {
         b->flags |= UBJ_BUF_LOADED | UBJ_BUF_VERIFY;
         if (!(b->flags & CACHE_BUF_GONE))
             cache_set_state_locked(c, b, UBJ_BUF_CLEAN, 0);
     }
-    if (*dropped) {
-        pthread_mutex_unlock(&c->lock);
-        pthread_mutex_lock(outer);
-        pthread_mutex_lock(&c->lock);
-    }
-    return rc < 0 ? rc : 0;
+    return 0;
 }
 
-/* cache_get -- a referenced buffer with the newest version of blkno;
- * `outer` (or NULL) is released around a miss's device read (cache_fill),
- * *dropped then set. */
-static int cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
-                     pthread_mutex_t *outer, bool *dropped, struct ubj_buf **out)
+/* ubj_cache_get -- a referenced buffer with the newest version of blkno. */
+int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
+                  struct ubj_buf **out)
 {
     if (blkno >= c->dev->nblocks)
         return ubj_set_error(-EINVAL, "cache: block %llu beyond the device "
@@ -1150,33 +1118,12 @@ static int cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
     b->referenced = 1;
     b->io_busy = 1;
     cache_hash_insert_locked(c, b);
-    int rc = cache_fill(c, b, flags, outer, dropped);
+    int rc = cache_fill(c, b, flags);
     pthread_mutex_unlock(&c->lock);
     if (rc < 0)
         return rc;   /* the device's error and message */
     *out = b;
     return 0;
-}
-
-/* ubj_cache_get -- a referenced buffer with the newest version of blkno. */
-int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
-                  struct ubj_buf **out)
-{
-    bool dropped = false;
-    return cache_get(c, blkno, flags, NULL, &dropped, out);
-}
-
-/* ubj_cache_get_unlocking -- ubj_cache_get, releasing `outer` (held by the
- * caller) around a miss's device read; 1 if it did, 0 if not. */
-int ubj_cache_get_unlocking(struct ubj_cache *c, uint64_t blkno, unsigned flags,
-                            pthread_mutex_t *outer, struct ubj_buf **out)
-{
-    bool dropped = false;
-    if (flags & UBJ_GET_NOREAD)
-        return ubj_set_error(-EINVAL, "cache: an unlocking get reads the block "
-                             "(UBJ_GET_NOREAD given)");
-    int rc = cache_get(c, blkno, flags, outer, &dropped, out);
-    return rc < 0 ? rc : dropped;
 }
 
 /* ubj_cache_lookup -- get without I/O; -ENOENT if blkno is not cached. */
@@ -1276,20 +1223,6 @@ void ubj_cache_test_write_hook(void (*fn)(void *, struct ubj_cache *, struct ubj
 {
     cache_test_hook = fn;
     cache_test_hook_arg = arg;
-}
-
-/* ubj_cache_test_read_hook -- test builds: the unlocked-read hook. */
-void ubj_cache_test_read_hook(void (*fn)(void *, struct ubj_cache *, uint64_t),
-                              void *arg)
-{
-    cache_read_hook = fn;
-    cache_read_hook_arg = arg;
-}
-
-/* ubj_cache_test_unlock_break -- test builds: the broken variant unlock-none. */
-void ubj_cache_test_unlock_break(bool unlock_none)
-{
-    cache_unlock_none = unlock_none;
 }
 
 /* ubj_cache_test_break -- test builds: the broken variant stable-no-wait. */

@@ -21,18 +21,6 @@
  *     + ubj_txn_dirty(UBJ_KIND_DATA); a block is read from the device only
  *     when part of its old contents survives the write.
  *
- *  F4 A pread that misses in the cache waits for the device outside the
- *     mount lock (file_get_data: ubj_cache_get_unlocking) and keeps what
- *     it copied only if nothing changed meanwhile: fs->gen is what it was
- *     when the inode was looked up, else the buffer is dropped and the read
- *     restarts from its first uncopied byte with the inode looked up
- *     again (size, extents).  Bytes copied before a restart were right when
- *     copied (as Linux, a read is not atomic against a concurrent write or
- *     truncate: a short read, never stale or foreign bytes).  After
- *     FILE_RESTARTS restarts it reads under the lock: it finishes.  Nothing
- *     that writes drops the lock (docs/DESIGN.md, "Device reads outside
- *     the mount lock").
- *
  * The read path is the hot one (>= 1e6 cached 4 KiB reads/s): one
  * fs_iget, one extent map per run of blocks, one cache get per block, no
  * handle unless relatime says atime must change.
@@ -49,18 +37,6 @@
 #define FILE_BLOCKS_END (1ULL << 32)    /* one past the last logical block */
 #define FILE_TREE_CREDITS 12u           /* extent nodes on a path, twice */
 #define FILE_ATIME_MAX_AGE (24 * 3600)  /* relatime: seconds */
-#define FILE_RESTARTS 4u                /* F4: unlocked tries of one pread */
-#define FILE_RESTART 1                  /* F4: restart from the inode */
-
-#if UBJ_TEST_HOOKS
-static bool file_no_revalidate;   /* broken variant no-revalidate (fs.h) */
-
-/* fs_file_test_break -- test builds: the broken variant no-revalidate. */
-void fs_file_test_break(bool no_revalidate)
-{
-    file_no_revalidate = no_revalidate;
-}
-#endif
 
 /* file_err -- a failing entry point's message: the lower layer's message
  * prefixed with the operation (or, if there is none, the operation, inode
@@ -161,51 +137,21 @@ static void file_atime(struct ubj_fs *fs, struct fs_iref *r)
 
 /* ---- reading ------------------------------------------------------------- */
 
-/* file_get_data -- data block pblk for a read that started at fs->gen ==
- * gen0; with `unlock`, a miss's device read runs outside the mount lock
- * (F4).  0 and *out; FILE_RESTART (nothing held: the file may have
- * changed while the lock was off); the cache's error. */
-static int file_get_data(struct ubj_fs *fs, uint64_t pblk, bool unlock,
-                         uint64_t gen0, struct ubj_buf **out)
-{
-    if (!unlock)
-        return ubj_cache_get(fs->cache, pblk, 0, out);
-    fs->unlocked++;
-    int rc = ubj_cache_get_unlocking(fs->cache, pblk, 0, &fs->lock, out);
-    if (--fs->unlocked == 0)
-        pthread_cond_broadcast(&fs->unlocked_cv);
-    if (rc <= 0)
-        return rc;
-    bool changed = fs->gen != gen0;
-#if UBJ_TEST_HOOKS
-    changed = changed && !file_no_revalidate;
-#endif
-    if (!changed)
-        return 0;
-    ubj_cache_put(fs->cache, *out);
-    *out = NULL;
-    return FILE_RESTART;
-}
-
 /* file_read_run -- copy n bytes at pos from the run mapped at pblk (0: a
- * hole) into dst; *done = bytes copied.  Returns 0, FILE_RESTART or the
- * cache's error. */
+ * hole) into dst.  Returns 0 or the cache's error. */
 static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
-                         uint64_t pos, uint64_t n, bool unlock, uint64_t gen0,
-                         uint64_t *done)
+                         uint64_t pos, uint64_t n)
 {
-    *done = 0;
     if (pblk == 0) {
         memset(dst, 0, n);
-        *done = n;
         return 0;
     }
     while (n > 0) {
         uint32_t boff = (uint32_t)(pos % UBJ_BS);
         uint64_t c = UBJ_BS - boff < n ? UBJ_BS - boff : n;
         struct ubj_buf *b;
-        int rc = file_get_data(fs, pblk, unlock, gen0, &b);
-        if (rc != 0)
+        int rc = ubj_cache_get(fs->cache, pblk, 0, &b);
+        if (rc < 0)
             return rc;
         memcpy(dst, b->data + boff, c);
         ubj_cache_put(fs->cache, b);
@@ -213,28 +159,20 @@ static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
         dst += c;
         pos += c;
         n -= c;
-        *done += c;
     }
     return 0;
 }
 
-/* file_read_locked -- read up to size bytes at off of a regular file;
- * *done = bytes read (on an error: up to the run that failed, as before
- * F4; on a restart: up to the block that restarts).  Returns 0 (done
- * the whole range or to the end of the file), FILE_RESTART (F4) or an
- * error. */
-static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
-                            size_t size, uint64_t off, bool unlock,
-                            uint64_t *done)
+/* file_read_locked -- read up to size bytes at off of a regular file. */
+static ssize_t file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
+                                size_t size, uint64_t off)
 {
-    *done = 0;
     uint64_t isize = r->ip->size;
     if (isize > UBJ_MAX_FILE_SIZE)
         return ubj_set_error(-EUCLEAN, "inode %llu: size %llu beyond the limit",
                              (unsigned long long)r->ino, (unsigned long long)isize);
     if (off >= isize)
         return 0;
-    uint64_t gen0 = fs->gen;
     uint64_t end = isize - off < size ? isize : off + size;
     uint8_t *dst = buf;
     uint64_t pos = off;
@@ -248,21 +186,17 @@ static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
         if (rc == 0) {
             uint64_t run_end = ((uint64_t)lblk + len) * UBJ_BS;
             n = (run_end < end ? run_end : end) - pos;
-            rc = file_read_run(fs, pblk, dst, pos, n, unlock, gen0, &n);
+            rc = file_read_run(fs, pblk, dst, pos, n);
         }
-        if (rc < 0)   /* a failed run counts nothing: *done as it started */
-            return rc;
+        if (rc < 0)
+            return pos > off ? (ssize_t)(pos - off) : rc;
         dst += n;
         pos += n;
-        *done = pos - off;
-        if (rc != 0)
-            return rc;   /* FILE_RESTART: what this run copied is right */
     }
-    return 0;
+    return (ssize_t)(end - off);
 }
 
-/* ubj_pread -- pread(2): holes read as zeros; relatime atime; device reads
- * outside the mount lock (F4). */
+/* ubj_pread -- pread(2): holes read as zeros; relatime atime. */
 ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
                   off_t off)
 {
@@ -273,42 +207,19 @@ ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
     if (size > FILE_RW_MAX)
         size = FILE_RW_MAX;
     fs_start(fs, 0, &h);
-    uint64_t total = 0;
-    int rc;
-    for (unsigned tries = 0;; tries++) {
-        rc = fs_iget(fs, ino, &r);
-        if (rc < 0) {
-            if (total > 0)
-                break;   /* unlinked and freed meanwhile: what was read */
-            return fs_stop(fs, h, file_err(rc, "pread", ino));
-        }
-        rc = file_check_reg(r.ip, "pread", ino);
-        if (rc < 0 && total == 0) {   /* its own message */
-            fs_iput(fs, &r);
-            return fs_stop(fs, h, rc);
-        }
-        if (rc < 0 || size == 0) {
-            fs_iput(fs, &r);
-            break;
-        }
-        uint64_t n;
-        rc = file_read_locked(fs, &r, (uint8_t *)buf + total, size - total,
-                              (uint64_t)off + total, tries < FILE_RESTARTS, &n);
-        total += n;
-        if (rc == FILE_RESTART && total < size) {
-            fs_iput(fs, &r);
-            continue;
-        }
-        if (rc == FILE_RESTART)
-            rc = 0;
-        if (rc == 0 || total > 0)
-            file_atime(fs, &r);
-        fs_iput(fs, &r);
-        break;
-    }
-    if (rc < 0 && total == 0)
+    int rc = fs_iget(fs, ino, &r);
+    if (rc < 0)
         return fs_stop(fs, h, file_err(rc, "pread", ino));
-    return fs_stop(fs, h, (int)total);
+    ssize_t n = file_check_reg(r.ip, "pread", ino);
+    if (n == 0 && size > 0) {
+        n = file_read_locked(fs, &r, buf, size, (uint64_t)off);
+        if (n >= 0)
+            file_atime(fs, &r);
+        else
+            n = file_err((int)n, "pread", ino);
+    }
+    fs_iput(fs, &r);
+    return fs_stop(fs, h, (int)n);
 }
 
 /* ---- SEEK_DATA / SEEK_HOLE ---------------------------------------------- */
@@ -400,7 +311,6 @@ static int file_write_block(struct ubj_fs *fs, struct ubj_handle *h, uint64_t bl
     int rc = ubj_cache_get(fs->cache, blk, fresh || whole ? UBJ_GET_NOREAD : 0, &b);
     if (rc < 0)
         return rc;
-    fs_gen_bump(fs);
     rc = ubj_txn_write_access(h, &b);
     if (rc == 0) {
         if (fresh && !whole) {
@@ -578,7 +488,6 @@ static int file_zero_tail(struct ubj_fs *fs, struct ubj_handle *h,
     rc = ubj_cache_get(fs->cache, pblk, 0, &b);
     if (rc < 0)
         return rc;
-    fs_gen_bump(fs);
     rc = ubj_txn_write_access(h, &b);
     if (rc == 0) {
         memset(b->data + boff, 0, UBJ_BS - boff);

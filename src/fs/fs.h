@@ -28,14 +28,7 @@
  *
  * Locking: every public entry point takes fs->lock (a mutex) for its
  * whole duration, so the functions below run one at a time per mount and
- * may assume it is held ("_locked" is implied for everything here) --
- * with one exception: a read that misses in the cache before any write
- * access (pread's data blocks: file.c, file_get_data) releases the lock
- * while the device reads (ubj_cache_get_unlocking) and revalidates
- * against fs->gen after retaking it (docs/DESIGN.md, "Device reads
- * outside the mount lock").  Whoever changes anything a reader looked up
- * calls fs_gen_bump() first: every ubj_txn_write_access and
- * ubj_txn_forget in src/fs is preceded by one.
+ * may assume it is held ("_locked" is implied for everything here).
  *
  * Buffers: metadata is read with fs_meta_read (verifies magic, block
  * number and crc32c the first time the block comes from the device) and
@@ -109,24 +102,8 @@ struct ubj_fs {
     pthread_cond_t timer_cv;
     /* added by super.c/alloc.c (private to them) */
     struct fs_alloc *alloc;        /* alloc.c: per-bitmap-block free counts */
-    /* device reads outside the lock (file.c, file_get_data) */
-    uint64_t gen;                  /* [lock] bumped before every change to a
-                                      block (fs_gen_bump): a reader that
-                                      released the lock and finds it moved
-                                      revalidates */
-    uint32_t unlocked;             /* [lock] readers that may be outside the
-                                      lock in a device read; ubj_unmount
-                                      waits for 0 */
-    pthread_cond_t unlocked_cv;    /* [lock] broadcast when unlocked -> 0 */
     uint64_t dev_flushes_base;     /* device flushes at mount (stats) */
 };
-
-/* fs_gen_bump -- a block is about to change (a write access, a forget):
- * readers that released the lock around a device read must revalidate. */
-static inline void fs_gen_bump(struct ubj_fs *fs)
-{
-    fs->gen++;
-}
 
 /* ---- meta.c ---- */
 void fs_seal(void *fs, uint64_t blkno, void *data);   /* cache seal callback */
@@ -292,10 +269,6 @@ enum fs_ofile_break {
     FS_OFILE_BREAK_CLOSE_KEEPS_REF = 5,   /* close leaks the open reference */
 };
 void fs_ofile_test_break(enum fs_ofile_break which);
-/* fs_file_test_break -- the broken variant `no-revalidate` of file.c: a
- * pread that released the mount lock in a device read keeps what it read
- * even if the file changed meanwhile (F4 broken). */
-void fs_file_test_break(bool no_revalidate);
 #endif
 
 /* ---- dir.c ---- */

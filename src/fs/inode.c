@@ -79,7 +79,6 @@ int fs_iget(struct ubj_fs *fs, ubj_ino_t ino, struct fs_iref *r)
 /* fs_iwrite -- write access to the inode's block; re-point r->ip. */
 int fs_iwrite(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r)
 {
-    fs_gen_bump(fs);
     int rc = ubj_txn_write_access(h, &r->b);
     if (rc < 0)
         return rc;

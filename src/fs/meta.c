@@ -181,7 +181,6 @@ static int meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t bl
         if (rc < 0)
             return rc;
     }
-    fs_gen_bump(fs);
     rc = ubj_txn_write_access(h, &b);
     if (rc < 0) {
         ubj_cache_put(fs->cache, b);

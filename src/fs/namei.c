@@ -254,7 +254,6 @@ static int namei_symlink_store(struct ubj_fs *fs, struct ubj_handle *h,
     rc = ubj_cache_get(fs->cache, pblk, UBJ_GET_NOREAD, &b);
     if (rc < 0)
         return rc;
-    fs_gen_bump(fs);
     rc = ubj_txn_write_access(h, &b);
     if (rc == 0) {
         memset(b->data, 0, UBJ_BS);

@@ -571,7 +571,6 @@ static int super_fs_new(struct ubj_bdev *dev, const struct ubj_config *cfg,
     pthread_cond_init(&fs->timer_cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&fs->lock, NULL);
-    pthread_cond_init(&fs->unlocked_cv, NULL);
     fs->dev = dev;
     fs->flags = cfg ? cfg->flags : 0;
     fs->commit_interval_ms = cfg && cfg->commit_interval_ms ?
@@ -601,7 +600,6 @@ static void super_fs_free(struct ubj_fs *fs)
     ubj_txn_release(&fs->txn);   /* after the cache: its memory */
     pthread_mutex_destroy(&fs->lock);
     pthread_cond_destroy(&fs->timer_cv);
-    pthread_cond_destroy(&fs->unlocked_cv);
     free(fs);
 }
 
@@ -969,8 +967,6 @@ int ubj_unmount(struct ubj_fs *fs)
         return ubj_set_error(-EINVAL, "unmount: no mount");
     super_timer_stop(fs);
     pthread_mutex_lock(&fs->lock);
-    while (fs->unlocked > 0)   /* a pread still in a device read (file.c) */
-        pthread_cond_wait(&fs->unlocked_cv, &fs->lock);
     fs_files_close_all(fs);
     int first = super_close_all(fs);
     int rc = super_mark_clean(fs);
