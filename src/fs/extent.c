@@ -736,6 +736,19 @@ int fs_ext_alloc(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
 
 /* ---- truncation --------------------------------------------------------- */
 
+/* ext_maps_path -- the node of path p at levels 1..l whose block lies in
+ * [start, start + n), or 0: a corrupt leaf mapping a block of its own
+ * tree as data.  Freeing it would revoke the node's write access in the
+ * handle while the node is still being changed (fuzz_libfuzzer_mount). */
+static uint64_t ext_maps_path(const struct ext_path *p, int l, uint64_t start,
+                              uint64_t n)
+{
+    for (int k = 1; k <= l; k++)
+        if (p->lv[k].blk >= start && p->lv[k].blk - start < n)
+            return p->lv[k].blk;
+    return 0;
+}
+
 /* ext_trunc_leaf -- free the leaf's blocks at or after lblk. */
 static int ext_trunc_leaf(struct ubj_fs *fs, struct ubj_handle *h,
                           struct fs_iref *r, struct ext_path *p, int l, uint32_t lblk)
@@ -754,7 +767,13 @@ static int ext_trunc_leaf(struct ubj_fs *fs, struct ubj_handle *h,
             break;
         uint64_t from = e->lblk >= lblk ? e->lblk : lblk;
         uint64_t cnt = ext_end(e) - from;
-        rc = fs_bfree(fs, h, e->pblk + (from - e->lblk), cnt);
+        uint64_t start = e->pblk + (from - e->lblk);
+        if (ext_maps_path(p, l, start, cnt) != 0) {
+            rc = ext_corrupt(fs, r->ino, p->lv[l].blk,
+                             "extent maps a block of its own tree");
+            break;
+        }
+        rc = fs_bfree(fs, h, start, cnt);
         if (rc < 0)
             break;
         ext_sub_blocks(r, cnt);

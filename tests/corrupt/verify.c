@@ -357,6 +357,89 @@ static void test_orphan_cycle(void **state)
     }
 }
 
+/* ---- a leaf that maps its own block (fuzz_libfuzzer_mount, stop 29) ------ */
+
+#define V_FRAGS 20u                     /* one-block extents: a depth-1 tree */
+
+struct v_leaf { uint64_t self; unsigned n; };
+
+/* v_leaf_apply -- the leaf's last extent now maps the leaf itself. */
+static void v_leaf_apply(void *block, void *ctx)
+{
+    struct v_leaf *l = ctx;
+    uint8_t *b = block;
+    struct ubj_ext_hdr *hd = (void *)(b + sizeof(struct ubj_blkhdr));
+    struct ubj_extent *e = (void *)(b + sizeof(struct ubj_blkhdr) + sizeof *hd);
+    assert_int_equal(hd->depth, 0);
+    l->n = hd->entries;
+    e[hd->entries - 1].pblk = l->self;
+}
+
+/* v_self_leaf -- /s: V_FRAGS blocks at every other logical block (one
+ * extent each: a root index over one leaf), its leaf edited so the last
+ * extent maps the leaf's own block; opened and unlinked when `orphan`,
+ * and the image a crash copy, else cleanly unmounted. */
+static struct ubj_bdev *v_self_leaf(bool orphan, ubj_ino_t *ino)
+{
+    struct ubj_bdev *d0, *d;
+    struct ubj_fs *fs;
+    uint8_t blk[UBJ_BS];
+    ubj_test_fs_new(V_BLOCKS, &d0, &fs);
+    assert_ok(tpath_create(fs, "/s", 0644, NULL));
+    for (unsigned i = 0; i < V_FRAGS; i++) {
+        tpattern_fill(blk, UBJ_BS, 7, (uint64_t)i * 2 * UBJ_BS);
+        assert_rc(tpath_write(fs, "/s", blk, UBJ_BS, (uint64_t)i * 2 * UBJ_BS), UBJ_BS);
+    }
+    *ino = tpath_ino(fs, "/s");
+    if (orphan) {
+        assert_ok(ubj_open(fs, *ino, O_RDWR));
+        assert_ok(tpath_unlink(fs, "/s"));
+        assert_int_equal(fs->sb.orphan_head, *ino);
+    }
+    d = orphan ? v_crash(fs, d0) : d0;
+    assert_ok(ubj_unmount(fs));
+    if (orphan)
+        ubj_bdev_destroy(d0);
+    struct ubj_inode ip = v_ino_get(d, *ino);
+    assert_int_equal(ip.i_data.ext.hdr.depth, 1);
+    assert_int_equal(ip.i_data.ext.hdr.entries, 1);
+    struct v_leaf l = {
+        .self = ((const struct ubj_ext_idx *)(const void *)ip.i_data.ext.e)[0].child };
+    assert_ok(timg_edit(d, l.self, 1, v_leaf_apply, &l));
+    assert_int_equal(l.n, V_FRAGS);
+    return d;
+}
+
+/*
+ * test_extent_own_block -- freeing a file whose leaf maps the leaf's own
+ * block as data: the leaf's write access was revoked by the free while
+ * the leaf was still being changed (the event checker aborted, in the
+ * orphan cleanup of a mount: fuzz_libfuzzer_mount, stop 29).  Now the
+ * free is refused as corruption: the orphan cleanup at mount, and an
+ * unlink on a mount.
+ */
+static void test_extent_own_block(void **state)
+{
+    (void)state;
+    ubj_ino_t ino;
+    struct ubj_fs *fs;
+    const char *what = "extent maps a block of its own tree";
+    struct ubj_bdev *d = v_self_leaf(true, &ino);
+    int rc = ubj_test_mount(d, 0, &fs);
+    v_degraded(d, fs, rc, what);
+    v_umount(fs);
+    v_fsck(d, "used twice");
+    d = v_self_leaf(false, &ino);
+    assert_ok(ubj_test_mount(d, 0, &fs));
+    assert_int_equal(fs->error, 0);
+    assert_rc(tpath_unlink(fs, "/s"), -EUCLEAN);
+    if (!strstr(ubj_errormsg(), what))
+        fail_msg("unlink's message '%s' does not name '%s'", ubj_errormsg(), what);
+    v_degraded(d, fs, 0, "an operation failed");
+    v_umount(fs);
+    v_fsck(d, "used twice");
+}
+
 /* test_orphan_valid -- the list of a crash is still freed (the checks do
  * not refuse what is right). */
 static void test_orphan_valid(void **state)
@@ -552,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_orphan_dir),
         cmocka_unit_test(test_orphan_cycle),
         cmocka_unit_test(test_orphan_valid),
+        cmocka_unit_test(test_extent_own_block),
         cmocka_unit_test(test_bitmap_data_free),
         cmocka_unit_test(test_bitmap_meta_free),
         cmocka_unit_test(test_free_count),
