@@ -1,7 +1,9 @@
 /*
  * fuzz/replay.c -- the replay driver (a plain main(), so gcc builds and
  * the ASan pass run it too): every input through every fuzz target
- * (mount + operations, recovery alone, fsck -n / -y / -n; tests/fuzz/lib).
+ * (mount + operations, recovery alone, fsck -n / -y / -n; tests/fuzz/lib),
+ * and (without -t) the custom mutator over it, whole and with its NVM
+ * region cut to one page.
  *   fuzz_replay                 make the seed corpus in a scratch directory,
  *                               then replay it and tests/fuzz/regress/
  *   fuzz_replay --seeds DIR     only write the seed corpus into DIR
@@ -22,6 +24,42 @@
 static const char *only;   /* one target, or NULL: all */
 static long nfiles;
 
+#define REPLAY_MUTATIONS 8   /* fz_mutate calls per input and cut */
+
+/* mutate_cuts -- the custom mutator over the input as it is and with its
+ * NVM region cut to one page (a region shorter than its header says:
+ * fz_instances once read the buffer table past a 1-page region, found by
+ * a long libFuzzer run, 2026-12-03).  ASan (the sanitizer pass) sees
+ * every read outside a case; any result is fine. */
+static void mutate_cuts(const uint8_t *d, size_t n)
+{
+    struct fz_case c;
+    if (fz_decode(d, n, &c) < 0)
+        return;
+    size_t max = n + 2 * FZ_PAGE;
+    uint8_t *buf = malloc(max);
+    for (int cut = 0; buf != NULL && cut < 2; cut++) {
+        if (cut == 1) {
+            if (c.rpages < 2)
+                break;
+            uint8_t *one = malloc(FZ_PAGE);   /* exactly one page: ASan's bound */
+            if (one == NULL)
+                break;
+            memcpy(one, c.reg, FZ_PAGE);
+            free(c.reg);
+            c.reg = one;
+            c.rpages = 1;
+        }
+        size_t len = fz_encode(&c, buf, max);
+        for (unsigned k = 0; len > 0 && k < REPLAY_MUTATIONS; k++) {
+            size_t m = fz_encode(&c, buf, max);
+            (void)fz_mutate(buf, m, max, 1000u * (unsigned)cut + k);
+        }
+    }
+    free(buf);
+    fz_case_free(&c);
+}
+
 static void run_file(const char *path)
 {
     uint8_t *d;
@@ -38,6 +76,8 @@ static void run_file(const char *path)
         fz_target_recover(d, n);
     if (only == NULL || strcmp(only, "fsck") == 0)
         fz_target_fsck(d, n);
+    if (only == NULL)
+        mutate_cuts(d, n);
     free(d);
     nfiles++;
 }

@@ -169,8 +169,11 @@ size_t fz_instances(const struct fz_case *c, struct fz_inst *out, size_t max)
         add(&f, "nvm_header", NULL, 1, 0, 0, 0, 0);
     uint64_t doff = g64(h + 24), dend = g64(h + 32), nbufs = g32(h + 16);
     if (doff % FZ_PAGE || dend % FZ_PAGE || doff == 0 || dend <= doff ||
-        dend / FZ_PAGE > c->rpages)
-        doff = FZ_PAGE, dend = 2 * (uint64_t)FZ_PAGE, nbufs = FZ_PAGE / 48;
+        dend / FZ_PAGE > c->rpages) {   /* a broken header: guess page 1, if any */
+        doff = FZ_PAGE;
+        dend = (c->rpages >= 2 ? 2u : c->rpages) * (uint64_t)FZ_PAGE;
+        nbufs = FZ_PAGE / 48;
+    }
     for (uint64_t k = 0; k < nbufs && doff + 48 * (k + 1) <= dend; k++) {
         const uint8_t *d = c->reg + doff + 48 * k;
         if (k == 0 || g64(d) != 0 || g64(d + 32) != 0)
