@@ -115,6 +115,14 @@ struct ubj_config {
      * with the mount lock held; must not call into the mount. */
     void (*now)(void *now_ctx, struct timespec *ts);
     void *now_ctx;
+    /* The read path (docs/READAHEAD.md): "off-page" (NULL: the default)
+     * reads each missing block with a request of its own, as Linux with
+     * read-ahead off and MTD's readpage; "off" reads each contiguous run
+     * of missing blocks of a call as one request (batched, no block
+     * beyond the call's range).  The read-ahead policies (linux[:KIB],
+     * linux-2013, oracle, adaptive: issue 19) are refused with -EINVAL
+     * until the engine is in the read path. */
+    const char *readahead;
 };
 /* (Re)initialise the region (--format-nvm): refused with -EBUSY while it
  * holds committed blocks not yet written home. */

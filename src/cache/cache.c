@@ -1068,6 +1068,19 @@ static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags)
     return 0;
 }
 
+/* cache_claim_locked -- make v the loading buffer of blkno: hashed,
+ * io_busy, one reference (a miss's fill follows). */
+static void cache_claim_locked(struct ubj_cache *c, struct ubj_buf *v, uint64_t blkno)
+{
+    v->d->blkno = blkno;
+    v->d->kind = UBJ_KIND_DATA;
+    v->flags = 0;
+    v->refcnt = 1;
+    v->referenced = 1;
+    v->io_busy = 1;
+    cache_hash_insert_locked(c, v);
+}
+
 /* ubj_cache_get -- a referenced buffer with the newest version of blkno. */
 int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
                   struct ubj_buf **out)
@@ -1111,19 +1124,144 @@ int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
         b = v;
         break;
     }
-    b->d->blkno = blkno;
-    b->d->kind = UBJ_KIND_DATA;
-    b->flags = 0;
-    b->refcnt = 1;
-    b->referenced = 1;
-    b->io_busy = 1;
-    cache_hash_insert_locked(c, b);
+    cache_claim_locked(c, b, blkno);
     int rc = cache_fill(c, b, flags);
     pthread_mutex_unlock(&c->lock);
     if (rc < 0)
         return rc;   /* the device's error and message */
     *out = b;
     return 0;
+}
+
+/* cache_run_hits_locked -- references on the loaded buffers of blocks
+ * blkno, blkno + 1, ... (at most n) that are cached: how many. */
+static uint32_t cache_run_hits_locked(struct ubj_cache *c, uint64_t blkno, uint32_t n,
+                                      struct ubj_buf **out)
+{
+    uint32_t k = 0;
+    while (k < n) {
+        struct ubj_buf *b = cache_find_locked(c, blkno + k);
+        if (b == NULL || !(b->flags & UBJ_BUF_LOADED))
+            break;
+        cache_hit_locked(b);
+        c->stats.hits++;
+        out[k++] = b;
+    }
+    return k;
+}
+
+/* cache_run_read -- read the claimed buffers v[0..m) (blocks v[0]'s
+ * onwards) in one device request: into the pool when their buffers are
+ * adjacent there, else through a bounce buffer; one request per block
+ * if that cannot be allocated.  Called without c->lock. */
+static int cache_run_read(struct ubj_cache *c, struct ubj_buf **v, uint32_t m)
+{
+    uint64_t blkno = v[0]->d->blkno;
+    bool adjacent = true;
+    for (uint32_t j = 1; j < m && adjacent; j++)
+        adjacent = v[j]->data == v[0]->data + (size_t)j * CACHE_BS;
+    if (adjacent)
+        return ubj_bdev_read(c->dev, blkno, m, v[0]->data);
+    void *bounce = NULL;
+    if (posix_memalign(&bounce, CACHE_BS, (size_t)m * CACHE_BS) != 0) {
+        for (uint32_t j = 0; j < m; j++) {
+            int rc = ubj_bdev_read(c->dev, blkno + j, 1, v[j]->data);
+            if (rc < 0)
+                return rc;
+        }
+        return 0;
+    }
+    int rc = ubj_bdev_read(c->dev, blkno, m, bounce);
+    for (uint32_t j = 0; rc == 0 && j < m; j++)
+        memcpy(v[j]->data, (uint8_t *)bounce + (size_t)j * CACHE_BS, CACHE_BS);
+    free(bounce);
+    return rc;
+}
+
+/* cache_run_one -- ubj_cache_get of one block as a run: 1 or its error. */
+static int cache_run_one(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out)
+{
+    int rc = ubj_cache_get(c, blkno, 0, out);
+    return rc < 0 ? rc : 1;
+}
+
+/* ubj_cache_get_run -- referenced buffers for the first blocks of
+ * [blkno, blkno + n); the missing ones in one device read. */
+int ubj_cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
+                      struct ubj_buf **out)
+{
+    if (n == 0 || blkno >= c->dev->nblocks || n > c->dev->nblocks - blkno)
+        return ubj_set_error(-EINVAL, "cache: blocks %llu+%u beyond the device "
+                             "(%llu blocks)", (unsigned long long)blkno, n,
+                             (unsigned long long)c->dev->nblocks);
+    uint32_t cap = c->nbufs / UBJ_CACHE_RUN_SHARE;
+    if (cap > UBJ_CACHE_RUN_MAX)
+        cap = UBJ_CACHE_RUN_MAX;
+    if (n > cap)
+        n = cap > 0 ? cap : 1;
+    if (n == 1)
+        return cache_run_one(c, blkno, out);
+    pthread_mutex_lock(&c->lock);
+    uint32_t k = cache_run_hits_locked(c, blkno, n, out);
+    if (k > 0 || cache_find_locked(c, blkno) != NULL) {
+        pthread_mutex_unlock(&c->lock);
+        return k > 0 ? (int)k : cache_run_one(c, blkno, out);   /* loading: wait */
+    }
+    /* Claim buffers for the missing blocks from blkno on, in order, up to
+     * the first one another thread brings in (the lock drops while CLOCK
+     * writes a victim home).  The first claim may wait as a get's does;
+     * later ones take only what CLOCK finds at once: the run must not
+     * wait for buffers it holds itself. */
+    uint32_t m = 0;
+    while (m < n) {
+        struct ubj_buf *v;
+        if (m == 0) {
+            int rc = cache_alloc_locked(c, &v);
+            if (rc < 0) {
+                pthread_mutex_unlock(&c->lock);
+                if (rc != -ENOBUFS)
+                    return rc;
+                return ubj_set_error(rc, "cache: no reusable buffer for block "
+                                     "%llu (all %u referenced, pinned or frozen)",
+                                     (unsigned long long)blkno, c->nbufs);
+            }
+        } else {
+            int io_err = 0;
+            bool deferred = false;
+            v = cache_clock_locked(c, 0, &io_err, &deferred);
+            if (v == NULL)
+                break;
+        }
+        if (cache_find_locked(c, blkno + m) != NULL)
+            break;   /* brought in meanwhile: v stays FREE, unhashed */
+        cache_claim_locked(c, v, blkno + m);
+        out[m++] = v;
+    }
+    if (m == 0) {   /* the first block came in while CLOCK ran: a hit */
+        pthread_mutex_unlock(&c->lock);
+        return cache_run_one(c, blkno, out);
+    }
+    c->stats.misses += m;
+    c->stats.run_reads++;
+    pthread_mutex_unlock(&c->lock);
+    int rc = cache_run_read(c, out, m);
+    pthread_mutex_lock(&c->lock);
+    for (uint32_t j = 0; j < m; j++) {
+        struct ubj_buf *b = out[j];
+        b->io_busy = 0;
+        if (rc < 0) {
+            assert(b->refcnt == 1);   /* waiters hold no reference */
+            b->refcnt = 0;
+            cache_release_locked(c, b);
+            continue;
+        }
+        b->flags |= UBJ_BUF_LOADED | UBJ_BUF_VERIFY;
+        if (!(b->flags & CACHE_BUF_GONE))
+            cache_set_state_locked(c, b, UBJ_BUF_CLEAN, 0);
+    }
+    pthread_cond_broadcast(&c->io_cv);
+    pthread_mutex_unlock(&c->lock);
+    return rc < 0 ? rc : (int)m;   /* the device's error and message */
 }
 
 /* ubj_cache_lookup -- get without I/O; -ENOENT if blkno is not cached. */

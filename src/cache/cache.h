@@ -119,6 +119,7 @@ struct ubj_buf {
 
 struct ubj_cache_stats {
     uint64_t hits, misses;
+    uint64_t run_reads;          /* device reads of ubj_cache_get_run */
     uint64_t evictions;          /* buffers reused for another block */
     uint64_t writeback_blocks;   /* blocks written home by the cache */
     uint64_t writeback_data_bytes, writeback_meta_bytes;
@@ -300,6 +301,30 @@ void ubj_cache_destroy(struct ubj_cache *c);
  */
 int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
                   struct ubj_buf **out);
+
+#define UBJ_CACHE_RUN_MAX 256u   /* blocks of one ubj_cache_get_run (1 MiB) */
+#define UBJ_CACHE_RUN_SHARE 8u   /* ... and at most 1/8 of the buffers */
+
+/*
+ * ubj_cache_get_run -- referenced buffers holding the newest versions of
+ * the first k blocks of [blkno, blkno + n), 1 <= k <= n, in out[0..k):
+ * either the cached blocks from blkno on, or (blkno is missing) the
+ * missing blocks from blkno on up to the first cached one, read in ONE
+ * device request (the "off" read path of docs/READAHEAD.md: a caller's
+ * contiguous range is one request, not one per block).  The caller loops
+ * until it has the n it wants, and drops each with ubj_cache_put.  A run
+ * is at most UBJ_CACHE_RUN_MAX blocks and 1/UBJ_CACHE_RUN_SHARE of the
+ * buffers; its first buffer is found as ubj_cache_get finds one (it may
+ * write a victim home, wait, or reclaim), the later ones only as CLOCK
+ * finds them at once (the run ends early rather than wait for buffers it
+ * holds itself).  While the read is in flight other getters of those
+ * blocks wait for it.  Returns k; -EINVAL (n 0 or the run beyond the
+ * device); -EIO (the read failed: none of the run's missing blocks is
+ * cached, no reference is held); -ENOBUFS and reclaim's errors as
+ * ubj_cache_get.  Thread-safe.
+ */
+int ubj_cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
+                      struct ubj_buf **out);
 
 /* ubj_cache_lookup -- like get but never does I/O: -ENOENT on a miss. */
 int ubj_cache_lookup(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out);

@@ -138,7 +138,10 @@ static void file_atime(struct ubj_fs *fs, struct fs_iref *r)
 /* ---- reading ------------------------------------------------------------- */
 
 /* file_read_run -- copy n bytes at pos from the run mapped at pblk (0: a
- * hole) into dst.  Returns 0 or the cache's error. */
+ * hole) into dst: block by block under FS_RA_OFF_PAGE (a miss reads its
+ * block alone), else through ubj_cache_get_run (the run's missing blocks
+ * as one device read each stretch between cached ones).  Returns 0 or
+ * the cache's error. */
 static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
                          uint64_t pos, uint64_t n)
 {
@@ -146,19 +149,28 @@ static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
         memset(dst, 0, n);
         return 0;
     }
+    struct ubj_buf *bufs[UBJ_CACHE_RUN_MAX];
     while (n > 0) {
         uint32_t boff = (uint32_t)(pos % UBJ_BS);
-        uint64_t c = UBJ_BS - boff < n ? UBJ_BS - boff : n;
-        struct ubj_buf *b;
-        int rc = ubj_cache_get(fs->cache, pblk, 0, &b);
-        if (rc < 0)
-            return rc;
-        memcpy(dst, b->data + boff, c);
-        ubj_cache_put(fs->cache, b);
-        pblk++;
-        dst += c;
-        pos += c;
-        n -= c;
+        uint64_t left = (boff + n + UBJ_BS - 1) / UBJ_BS;   /* blocks */
+        uint32_t want = fs->ra_policy == FS_RA_OFF_PAGE ? 1u
+                        : left < UBJ_CACHE_RUN_MAX ? (uint32_t)left : UBJ_CACHE_RUN_MAX;
+        int got = want == 1 ? ubj_cache_get(fs->cache, pblk, 0, &bufs[0])
+                            : ubj_cache_get_run(fs->cache, pblk, want, bufs);
+        if (got < 0)
+            return got;
+        if (want == 1)
+            got = 1;
+        for (int i = 0; i < got; i++) {
+            uint64_t c = UBJ_BS - boff < n ? UBJ_BS - boff : n;
+            memcpy(dst, bufs[i]->data + boff, c);
+            ubj_cache_put(fs->cache, bufs[i]);
+            pblk++;
+            dst += c;
+            pos += c;
+            n -= c;
+            boff = 0;
+        }
     }
     return 0;
 }

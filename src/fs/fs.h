@@ -52,6 +52,7 @@
 #include <stdbool.h>
 #include "ubjfs/ubjfs.h"
 #include "fs/format.h"
+#include "fs/readahead.h"
 #include "cache/cache.h"
 #include "txn/mode.h"
 #include "util/util.h"
@@ -87,6 +88,8 @@ struct ubj_fs {
     void *now_ctx;
     unsigned flags;                /* UBJ_MOUNT_* */
     uint32_t commit_interval_ms;
+    enum fs_ra_policy ra_policy;   /* cfg.readahead: the read path (never
+                                      changes after mount) */
     uint64_t balloc_hint;          /* next-fit cursor for blocks */
     uint64_t ialloc_hint;          /* next-fit cursor for inodes */
     struct fs_open *open[FS_OPEN_BUCKETS];

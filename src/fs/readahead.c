@@ -50,6 +50,10 @@
 #include "fs/readahead.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/util.h"
 
 #define RA_PAGE_SHIFT 12
 #define RA_FORCE_CHUNK 512u   /* force_page_cache_readahead's 2 MiB chunks */
@@ -262,4 +266,46 @@ void fs_ra_read_done(struct fs_ra_state *ra, uint64_t pos, uint64_t len)
     uint64_t end = pos + len;
     uint64_t last_page = (end - 1) >> RA_PAGE_SHIFT;
     ra->prev_pos = (int64_t)((last_page << RA_PAGE_SHIFT) | (end & 4095u));
+}
+
+/* ---- policy names --------------------------------------------------------- */
+
+static const char *const ra_names[] = {
+    [FS_RA_OFF_PAGE] = "off-page", [FS_RA_OFF] = "off",
+    [FS_RA_LINUX] = "linux", [FS_RA_LINUX_2013] = "linux-2013",
+};
+
+const char *fs_ra_policy_name(enum fs_ra_policy pol)
+{
+    return (unsigned)pol < sizeof ra_names / sizeof ra_names[0] ? ra_names[pol] : "?";
+}
+
+int fs_ra_policy_parse(const char *name, enum fs_ra_policy *pol, uint32_t *ra_pages)
+{
+    static const char accepted[] = "off-page, off, linux[:KIB] or linux-2013[:KIB]";
+    if (name == NULL)
+        return ubj_set_error(-EINVAL, "read-ahead: no policy named (%s)", accepted);
+    if (strcmp(name, "oracle") == 0 || strcmp(name, "adaptive") == 0)
+        return ubj_set_error(-EINVAL, "read-ahead %s: not built yet (issue 19); "
+                             "%s", name, accepted);
+    for (unsigned p = 0; p < sizeof ra_names / sizeof ra_names[0]; p++) {
+        size_t n = strlen(ra_names[p]);
+        if (strncmp(name, ra_names[p], n) != 0 || (name[n] != '\0' && name[n] != ':'))
+            continue;
+        uint32_t pages = p >= FS_RA_LINUX ? FS_RA_DEFAULT_PAGES : 0;
+        if (name[n] == ':') {
+            char *end;
+            unsigned long kib = p >= FS_RA_LINUX ? strtoul(name + n + 1, &end, 10) : 0;
+            if (p < FS_RA_LINUX || end == name + n + 1 || *end != '\0' ||
+                kib < 4 || kib > 65536 || kib % 4 != 0)
+                return ubj_set_error(-EINVAL, "read-ahead %s: the window is KIB, "
+                                     "a multiple of 4 from 4 to 65536 (%s)",
+                                     name, accepted);
+            pages = (uint32_t)(kib / 4);
+        }
+        *pol = (enum fs_ra_policy)p;
+        *ra_pages = pages;
+        return 0;
+    }
+    return ubj_set_error(-EINVAL, "read-ahead %s: unknown policy (%s)", name, accepted);
 }

@@ -110,6 +110,19 @@ void fs_ra_read_done(struct fs_ra_state *ra, uint64_t pos, uint64_t len);
 bool fs_ra_seq_miss(const struct fs_ra_state *ra, enum fs_ra_policy pol,
                     uint64_t index);
 
+/*
+ * fs_ra_policy_parse -- the policy named `name` (ubj_config.readahead,
+ * mount -o readahead=): "off-page", "off", "linux" (FS_RA_DEFAULT_PAGES)
+ * or "linux:KIB" (KIB a multiple of 4, 4..65536), "linux-2013[:KIB]".
+ * *pol and *ra_pages on success; -EINVAL with a one-line message naming
+ * the accepted names otherwise.  "oracle" and "adaptive" are refused as
+ * not built yet (issue 19 item 4).  Reentrant.
+ */
+int fs_ra_policy_parse(const char *name, enum fs_ra_policy *pol, uint32_t *ra_pages);
+
+/* fs_ra_policy_name -- the name of `pol` ("off-page", ...). */
+const char *fs_ra_policy_name(enum fs_ra_policy pol);
+
 /* Linux's get_init_ra_size and get_next_ra_size (pages). */
 uint32_t fs_ra_init_size(uint32_t req, uint32_t max);
 uint32_t fs_ra_next_size(uint32_t cur, uint32_t max);

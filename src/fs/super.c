@@ -558,6 +558,28 @@ static void super_timer_stop(struct ubj_fs *fs)
 
 /* ---- mount and unmount -------------------------------------------------- */
 
+/* super_ra_policy -- cfg->readahead as the read path of the mount
+ * (*pol, when pol is not NULL): off-page (the default) or off; the
+ * read-ahead policies are refused until the engine is in the read path
+ * (issue 19 item 3).  0 or -EINVAL with the message set. */
+static int super_ra_policy(const struct ubj_config *cfg, enum fs_ra_policy *pol)
+{
+    enum fs_ra_policy p = FS_RA_OFF_PAGE;
+    uint32_t pages;
+    if (cfg && cfg->readahead) {
+        int rc = fs_ra_policy_parse(cfg->readahead, &p, &pages);
+        if (rc < 0)
+            return rc;
+        if (p != FS_RA_OFF_PAGE && p != FS_RA_OFF)
+            return ubj_set_error(-EINVAL, "read-ahead %s: not in the read path yet "
+                                 "(issue 19 item 3): off-page or off",
+                                 cfg->readahead);
+    }
+    if (pol)
+        *pol = p;
+    return 0;
+}
+
 /* super_fs_new -- allocate and initialise a struct ubj_fs. */
 static int super_fs_new(struct ubj_bdev *dev, const struct ubj_config *cfg,
                         struct ubj_fs **out)
@@ -575,6 +597,7 @@ static int super_fs_new(struct ubj_bdev *dev, const struct ubj_config *cfg,
     fs->flags = cfg ? cfg->flags : 0;
     fs->commit_interval_ms = cfg && cfg->commit_interval_ms ?
                              cfg->commit_interval_ms : SUPER_COMMIT_MS_DEFAULT;
+    (void)super_ra_policy(cfg, &fs->ra_policy);   /* checked already */
     fs->now = cfg ? cfg->now : NULL;
     fs->now_ctx = cfg ? cfg->now_ctx : NULL;
     uint32_t gen;
@@ -699,7 +722,7 @@ static int super_config_check(struct ubj_bdev *dev, const struct ubj_config *cfg
     if (cfg && (cfg->flags & ~(UBJ_MOUNT_RDONLY | UBJ_MOUNT_NO_TIMER |
                                UBJ_MOUNT_SCRUB)))
         return ubj_set_error(-EINVAL, "mount: unknown flags 0x%x", cfg->flags);
-    return 0;
+    return super_ra_policy(cfg, NULL);
 }
 
 /* fs_mode_image -- the image as a mode's verbs see it. */

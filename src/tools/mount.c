@@ -68,6 +68,8 @@ struct mount_args {
     const char *log;                     /* --log FILE, or NULL */
     int log_fd;                          /* open on FILE (appending), or -1 */
     const char *device, *nvm_profile, *stats;   /* --device, --nvm-profile, --stats */
+    const char *readahead;               /* --readahead: the read path (NULL: the
+                                            kernel's window above, off below) */
     char *models;                        /* --device's model layers */
     uint64_t cache_bytes;                /* 0: the library's default */
     uint32_t commit_ms;                  /* 0: the library's default */
@@ -113,9 +115,13 @@ static void mount_usage(void)
            "                         queue:clook@hdd:modern7200 (fcfs, clook, sptf)\n"
            "      --readahead P      read-ahead policy (also -o readahead=P): off or\n"
            "                         off-page -- the kernel reads ahead nothing\n"
-           "                         above the mount (FUSE max_readahead 0); without\n"
-           "                         it, the kernel's default window.  linux[:KIB],\n"
-           "                         linux-2013, oracle, adaptive: not yet (refused)\n"
+           "                         above the mount (FUSE max_readahead 0); off-page\n"
+           "                         reads each missing block alone, off each READ's\n"
+           "                         contiguous missing blocks in one request (as\n"
+           "                         off-page here: the kernel then sends one page\n"
+           "                         per READ).  Without it: the kernel's default\n"
+           "                         window, each READ read as off does.\n"
+           "                         linux[:KIB], linux-2013, oracle, adaptive: not yet\n"
            "      --stats FILE       write the statistics (the model's, or the image's\n"
            "                         requests; the cache's, commits) to FILE at\n"
            "                         unmount and on SIGUSR1 (with --device and no\n"
@@ -315,13 +321,15 @@ static int mount_opts(struct mount_args *a, const char *arg)
 
 /* mount_readahead -- --readahead P / -o readahead=P: the read-ahead
  * policies of issue 19.  off and off-page: the kernel reads ahead nothing
- * above the mount (INIT's max_readahead 0); the others come with the
- * read-ahead engine and are refused until then.  -1 or an exit code. */
+ * above the mount (INIT's max_readahead 0), and the mount's read path is
+ * that policy (ubj_config.readahead); the others come with the read-ahead
+ * engine and are refused until then.  -1 or an exit code. */
 static int mount_readahead(struct mount_args *a, const char *arg)
 {
     static const char *const later[] = { "linux", "linux-2013", "oracle", "adaptive" };
     if (strcmp(arg, "off") == 0 || strcmp(arg, "off-page") == 0) {
         a->fo.no_kernel_readahead = true;
+        a->readahead = arg;
         return -1;
     }
     for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
@@ -682,6 +690,7 @@ static int mount_start(struct mount_args *a, struct mount_run *m)
     cfg.nvm_path = a->nvm;
     cfg.nvm_flags = a->format_nvm ? UBJ_NVM_FORMAT : 0u;
     cfg.nvm_profile = a->nvm_profile;
+    cfg.readahead = a->readahead ? a->readahead : "off";   /* below the kernel's window */
     rc = ubj_mount(m->dev, &cfg, &m->fs);
     if (rc < 0) {
         tools_err("%s: cannot mount: %s", a->image, tools_libmsg(rc));

@@ -5,6 +5,9 @@
 #    option the kernel's default, above 0), and the kernel then asks for
 #    what a program reads and no more: 16 sequential 4 KiB reads of a cold
 #    file cost exactly 16 cache misses (more with the kernel's window);
+#  - the daemon's read path: by default (the kernel's window above) each
+#    READ's blocks are one device request (512 KiB in a handful); with
+#    off-page one request per block (512 KiB: 128);
 #  - the policies that come with the read-ahead engine (linux[:KIB],
 #    linux-2013, oracle, adaptive) and unknown names are usage errors
 #    (exit 2, one line);
@@ -25,9 +28,10 @@ head -c 1048576 /dev/urandom >"$T/big"
 "$UBJ" cp "$T/big" "$img:/big"
 mkdir -p "$mnt"
 
-# misses -- cache_misses now: the daemon's report after a SIGUSR1 (it
-# replaces --stats FILE by a rename: never half written)
-misses() {
+# counter NAME -- NAME's value now (cache_misses; reads: the image's read
+# requests): the daemon's report after a SIGUSR1 (it replaces --stats
+# FILE by a rename: never half written)
+counter() {
   local i
   rm -f "$st"
   kill -USR1 "${FL_PID[$mnt]}"
@@ -35,9 +39,10 @@ misses() {
     grep -qs '(SIGUSR1)' "$st" && break
     sleep 0.1
   done
-  awk '$1 == "cache_misses" { v = $2 } END { if (v == "") exit 1; print v }' "$st" ||
-    fl_fail "no report after SIGUSR1"
+  awk -v k="$1" '$1 == k { v = $2 } END { if (v == "") exit 1; print v }' "$st" ||
+    fl_fail "no $1 in the report after SIGUSR1"
 }
+misses() { counter cache_misses; }
 
 # fh_work -- files through their handles: create, open, unlink while
 # open, a write-only open, O_TRUNC on OPEN
@@ -90,22 +95,31 @@ ra_run() {
   m1=$(misses)
   dd if="$mnt/big" of=/dev/null bs=4096 count=16 status=none
   m2=$(misses)
+  local r1 r2
+  r1=$(counter reads)
+  dd if="$mnt/big" of=/dev/null bs=131072 skip=4 count=4 status=none
+  r2=$(counter reads)
   if [ "$label" = trace.fh ]; then fh_work >&2; fi
   fl_umount "$mnt"
-  echo "$kb $((m2 - m1))"
+  echo "$kb $((m2 - m1)) $((r2 - r1))"
 }
 
-read -r kb n <<<"$(ra_run trace.default)"
+read -r kb n r <<<"$(ra_run trace.default)"
 [ "$kb" -gt 0 ] || fl_fail "[default] read_ahead_kb $kb, want the kernel's (> 0)"
 [ "$n" -gt 16 ] || fl_fail "[default] 16 reads of 4 KiB missed $n blocks: no kernel read-ahead?"
-echo "readahead.sh: default: read_ahead_kb $kb, 16 x 4 KiB read $n blocks"
-read -r kb n <<<"$(ra_run off --readahead off)"
+# the kernel's READs (up to its window) each one device request (the
+# daemon's read path "off"): 512 KiB in a handful, not 128
+[ "$r" -ge 1 ] && [ "$r" -le 16 ] ||
+  fl_fail "[default] 4 x 128 KiB took $r device reads, want 1..16 (one per READ)"
+echo "readahead.sh: default: read_ahead_kb $kb, 16 x 4 KiB read $n blocks; 512 KiB in $r device reads"
+read -r kb n r <<<"$(ra_run off --readahead off)"
 [ "$kb" = 0 ] || fl_fail "[--readahead off] read_ahead_kb $kb, want 0"
 [ "$n" = 16 ] || fl_fail "[--readahead off] 16 reads of 4 KiB missed $n blocks, want 16"
-read -r kb n <<<"$(ra_run trace.fh -o readahead=off-page,file_handles)"
+read -r kb n r <<<"$(ra_run trace.fh -o readahead=off-page,file_handles)"
 [ "$kb" = 0 ] || fl_fail "[-o readahead=off-page] read_ahead_kb $kb, want 0"
 [ "$n" = 16 ] || fl_fail "[-o readahead=off-page] missed $n blocks, want 16"
-echo "readahead.sh: off, off-page: read_ahead_kb 0, 16 x 4 KiB read 16 blocks"
+[ "$r" = 128 ] || fl_fail "[-o readahead=off-page] 512 KiB took $r device reads, want 128"
+echo "readahead.sh: off, off-page: read_ahead_kb 0, 16 x 4 KiB read 16 blocks; off-page: 512 KiB in 128 device reads"
 
 for p in linux linux:64 linux-2013 oracle adaptive bogus ''; do
   rc=0

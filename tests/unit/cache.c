@@ -3,7 +3,8 @@
  * hits and misses, I/O counts on the device, CLOCK replacement, write-back
  * of dirty victims, sorted and coalesced write-back with one flush, seal,
  * forget, NOREAD, read errors, -ENOBUFS, reclaim, state counts, supplied
- * memory, and a multi-threaded get/put/dirty stress with verification.
+ * memory, runs of blocks read in one request (ubj_cache_get_run), and a
+ * multi-threaded get/get_run/put/dirty stress with verification.
  *
  * Every block of a test device starts with a known pattern (block number,
  * version 0); pattern_ok() checks a buffer or a device block against it.
@@ -705,7 +706,8 @@ struct mt {
     pthread_mutex_t blk_lock[MT_BLOCKS];   /* the "caller" protecting bytes */
     uint32_t ver[MT_BLOCKS];               /* [blk_lock] */
     int bad;                               /* [atomic] verification failures */
-    uint64_t gets;                         /* [atomic] */
+    uint64_t gets;                         /* [atomic] blocks got */
+    uint64_t runs;                         /* [atomic] get_run calls */
 };
 
 struct mt_arg {
@@ -722,6 +724,25 @@ static void *mt_worker(void *p)
         uint32_t r = (uint32_t)rand_r(&a->seed);
         uint32_t blk = r % MT_BLOCKS;
         struct ubj_buf *b;
+        if ((r >> 24) % 4 == 0 && blk + 1 < MT_BLOCKS) {   /* a run of two */
+            struct ubj_buf *run[2];
+            int k = ubj_cache_get_run(m->c, blk, 2, run);
+            if (k < 1 || k > 2) {
+                __atomic_add_fetch(&m->bad, 1, __ATOMIC_RELAXED);
+                continue;
+            }
+            __atomic_add_fetch(&m->gets, (uint64_t)k, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&m->runs, 1, __ATOMIC_RELAXED);
+            for (int i = 0; i < k; i++) {
+                pthread_mutex_lock(&m->blk_lock[blk + i]);
+                if (run[i]->d->blkno != blk + (uint32_t)i ||
+                    !pattern_ok(run[i]->data, blk + (uint32_t)i, m->ver[blk + i]))
+                    __atomic_add_fetch(&m->bad, 1, __ATOMIC_RELAXED);
+                pthread_mutex_unlock(&m->blk_lock[blk + i]);
+                ubj_cache_put(m->c, run[i]);
+            }
+            continue;
+        }
         int rc = ubj_cache_get(m->c, blk, 0, &b);
         __atomic_add_fetch(&m->gets, 1, __ATOMIC_RELAXED);
         if (rc != 0 || b->d->blkno != blk) {
@@ -762,9 +783,9 @@ static void test_mt_stress(void **state)
     for (int i = 0; i < MT_THREADS; i++)
         pthread_join(th[i], NULL);
     assert_int_equal(m->bad, 0);
-    assert_int_equal(m->gets, (uint64_t)MT_THREADS * MT_OPS);
+    assert_true(m->runs > 0);
     struct ubj_cache_stats s = cache_stats(f->c);
-    assert_int_equal(s.hits + s.misses, (uint64_t)MT_THREADS * MT_OPS);
+    assert_int_equal(s.hits + s.misses, m->gets);
     assert_true(s.evictions > 0);
     assert_true(s.writeback_blocks > 0);
     assert_int_equal(ubj_cache_writeback(f->c, UBJ_WB_FLUSH), 0);
@@ -774,6 +795,126 @@ static void test_mt_stress(void **state)
         pthread_mutex_destroy(&m->blk_lock[blk]);
     }
     free(m);
+}
+
+/* ---- runs (ubj_cache_get_run) -------------------------------------------- */
+
+/* get_run that must return k buffers, blocks blk.. with version 0. */
+static void run_ok(struct ubj_cache *c, uint64_t blk, uint32_t n, int k,
+                   struct ubj_buf **out)
+{
+    assert_int_equal(ubj_cache_get_run(c, blk, n, out), k);
+    for (int i = 0; i < k; i++) {
+        assert_int_equal(out[i]->d->blkno, blk + (uint64_t)i);
+        assert_true(out[i]->flags & UBJ_BUF_LOADED);
+        assert_int_equal(out[i]->d->state, UBJ_BUF_CLEAN);
+    }
+}
+
+/* run_put -- drop k buffers. */
+static void run_put(struct ubj_cache *c, struct ubj_buf **b, int k)
+{
+    for (int i = 0; i < k; i++)
+        ubj_cache_put(c, b[i]);
+}
+
+/* a cold run is one device read of all its blocks, capped at 1/8 of the
+ * buffers (NBUFS 16: 2); a cached block ends a run of misses, a missing
+ * one a run of hits; the newest cached version wins over the device's. */
+static void test_run(void **state)
+{
+    struct fix *f = *state;
+    struct ubj_buf *b[UBJ_CACHE_RUN_MAX];
+    ubj_bdev_stats_reset(f->dev);
+    run_ok(f->c, 10, 8, 2, b);                 /* capped: NBUFS / 8 */
+    assert_true(pattern_ok(b[0]->data, 10, 0) && pattern_ok(b[1]->data, 11, 0));
+    assert_int_equal(dev_stats(f->dev).reads, 1);
+    assert_int_equal(dev_stats(f->dev).bytes_read, 2 * BS);
+    assert_int_equal(cache_stats(f->c).run_reads, 1);
+    assert_int_equal(cache_stats(f->c).misses, 2);
+    run_put(f->c, b, 2);
+    run_ok(f->c, 10, 2, 2, b);                 /* all cached: no I/O */
+    assert_int_equal(dev_stats(f->dev).reads, 1);
+    assert_int_equal(cache_stats(f->c).hits, 2);
+    run_put(f->c, b, 2);
+    dirty_block(f->c, 21, 7, UBJ_KIND_DATA);   /* 20 missing, 21 newer */
+    ubj_bdev_stats_reset(f->dev);
+    run_ok(f->c, 20, 2, 1, b);                 /* the misses end at 21 */
+    assert_int_equal(dev_stats(f->dev).reads, 1);
+    run_put(f->c, b, 1);
+    assert_int_equal(ubj_cache_get_run(f->c, 21, 2, b), 1);   /* hits end at 22 */
+    assert_true(pattern_ok(b[0]->data, 21, 7));
+    assert_int_equal(b[0]->d->state, UBJ_BUF_DIRTY);
+    assert_int_equal(dev_stats(f->dev).reads, 1);
+    run_put(f->c, b, 1);
+    run_ok(f->c, 1023, 1, 1, b);               /* the last block */
+    run_put(f->c, b, 1);
+    assert_int_equal(ubj_cache_get_run(f->c, 1023, 2, b), -EINVAL);
+    assert_int_equal(ubj_cache_get_run(f->c, 5, 0, b), -EINVAL);
+    assert_int_equal(ubj_cache_get_run(f->c, 1024, 1, b), -EINVAL);
+}
+
+/* a run over a big cache: the adjacent-buffer read and the bounce read
+ * both bring the device's bytes, one request each. */
+static void test_run_big(void **state)
+{
+    (void)state;
+    struct ubj_bdev *dev;
+    struct ubj_cache *c;
+    struct ubj_buf *b[UBJ_CACHE_RUN_MAX];
+    assert_int_equal(ubj_bdev_ram_create(4096, &dev), 0);
+    dev_init(dev, 4096);
+    struct ubj_cache_config cfg = { .nbufs = 4096 };
+    assert_int_equal(ubj_cache_create(dev, &cfg, &c), 0);
+    ubj_bdev_stats_reset(dev);
+    run_ok(c, 100, 1000, (int)UBJ_CACHE_RUN_MAX, b);   /* the cap */
+    for (uint32_t i = 0; i < UBJ_CACHE_RUN_MAX; i++)
+        assert_true(pattern_ok(b[i]->data, 100 + i, 0));
+    assert_int_equal(dev_stats(dev).reads, 1);
+    run_put(c, b, (int)UBJ_CACHE_RUN_MAX);
+    ubj_cache_destroy(c);
+    /* 64 buffers full of blocks 0..63, the odd ones held: a run of 8
+     * (the cap) gets every other buffer of the pool, read through the
+     * bounce buffer */
+    cfg.nbufs = 64;
+    assert_int_equal(ubj_cache_create(dev, &cfg, &c), 0);
+    struct ubj_buf *held[64];
+    for (uint64_t blk = 0; blk < 64; blk++)
+        held[blk] = get_ok(c, blk, 0);
+    for (uint64_t blk = 0; blk < 64; blk += 2)
+        ubj_cache_put(c, held[blk]);
+    ubj_bdev_stats_reset(dev);
+    run_ok(c, 3000, 64, 8, b);
+    for (uint32_t i = 0; i < 8; i++) {
+        assert_true(pattern_ok(b[i]->data, 3000 + i, 0));
+        if (i > 0)
+            assert_ptr_not_equal(b[i]->data, b[i - 1]->data + BS);
+    }
+    assert_int_equal(dev_stats(dev).reads, 1);
+    run_put(c, b, 8);
+    for (uint64_t blk = 1; blk < 64; blk += 2)
+        ubj_cache_put(c, held[blk]);
+    ubj_cache_destroy(c);
+    ubj_bdev_destroy(dev);
+}
+
+/* a run whose read fails: -EIO, none of it cached, no buffer held. */
+static void test_run_eio(void **state)
+{
+    struct fix *f = *state;
+    struct ubj_buf *b[4];
+    assert_int_equal(ubj_bdev_fault_arm(f->dev, UBJ_FAULT_READ, 1, 0, 0), 0);
+    assert_int_equal(ubj_cache_get_run(f->c, 40, 2, b), -EIO);
+    assert_false(is_cached(f->c, 40));
+    assert_false(is_cached(f->c, 41));
+    run_ok(f->c, 40, 2, 2, b);
+    assert_true(pattern_ok(b[0]->data, 40, 0) && pattern_ok(b[1]->data, 41, 0));
+    run_put(f->c, b, 2);
+    struct ubj_buf *held[NBUFS];
+    for (uint32_t i = 0; i < NBUFS; i++)
+        held[i] = get_ok(f->c, 300 + i, 0);
+    for (uint32_t i = 0; i < NBUFS; i++)
+        ubj_cache_put(f->c, held[i]);
 }
 
 /* ---- concurrent miss on one block ---------------------------------------- */
@@ -904,6 +1045,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_states, setup_ram, teardown),
         cmocka_unit_test_setup_teardown(test_supplied_memory, setup_ram, teardown),
         cmocka_unit_test_setup_teardown(test_mt_stress, setup_ram, teardown),
+        cmocka_unit_test_setup_teardown(test_run, setup_ram, teardown),
+        cmocka_unit_test(test_run_big),
+        cmocka_unit_test_setup_teardown(test_run_eio, setup_fault, teardown),
         cmocka_unit_test(test_concurrent_miss),
         cmocka_unit_test(test_random_model),
     };

@@ -3,7 +3,8 @@
  * offsets against a model, holes, a sparse file at 1 TiB, truncate shrink
  * then extend (zeros in the gap), ENOSPC short writes, EFBIG, argument and
  * type errors, O_TRUNC, privilege clearing on write and chown, setattr,
- * relatime, read-only mounts, remount, open-but-unlinked files, fsync.
+ * relatime, read-only mounts, remount, the read path's device requests
+ * (ubj_config.readahead off-page / off), open-but-unlinked files, fsync.
  * Every test ends with a clean ubj_check (tfs_teardown).
  */
 #include "testutil.h"
@@ -428,6 +429,64 @@ static void test_rdonly(void **state)
     assert_ok(ubj_test_mount(t->dev, 0, &t->fs));
 }
 
+/* t_mount_ra -- remount t's device with read path `pol` (cold cache). */
+static int t_mount_ra(struct tfs *t, const char *pol)
+{
+    if (t->fs != NULL)
+        assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    struct ubj_config cfg = { .flags = UBJ_MOUNT_NO_TIMER, .readahead = pol };
+    return ubj_mount(t->dev, &cfg, &t->fs);
+}
+
+/* test_read_path -- ubj_config.readahead: "off-page" (and the default)
+ * read one block per device request, "off" each contiguous run of
+ * missing blocks of a call as one request (docs/READAHEAD.md); the
+ * bytes are the same; the read-ahead policies and unknown names are
+ * refused with a message. */
+static void test_read_path(void **state)
+{
+    struct tfs *t = TFS(state);
+    ubj_ino_t ino = t_file(t->fs, "rp", 0644);
+    size_t size = 65 * UBJ_BS + 100;   /* data: blocks [0, 40) and [48, 65] */
+    uint8_t *want = calloc(1, size), *got = malloc(size);
+    tpattern_fill(want, 40 * UBJ_BS, 9, 0);
+    tpattern_fill(want + 48 * UBJ_BS, size - 48 * UBJ_BS, 9, 48 * UBJ_BS);
+    assert_rc(ubj_pwrite(t->fs, ino, want, 40 * UBJ_BS, 0), 40 * UBJ_BS);
+    assert_rc(ubj_pwrite(t->fs, ino, want + 48 * UBJ_BS, size - 48 * UBJ_BS,
+                         48 * UBJ_BS), (ssize_t)(size - 48 * UBJ_BS));
+    static const struct { const char *pol; uint64_t cold, warm; } cases[] = {
+        { NULL, 58, 57 }, { "off-page", 58, 57 }, { "off", 2, 3 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct ubj_bdev_stats st;
+        for (int warm = 0; warm < 2; warm++) {
+            assert_ok(t_mount_ra(t, cases[i].pol));
+            (void)t_stat(t->fs, ino);           /* the inode's block cached */
+            if (warm)                           /* block 10 cached: a gap */
+                assert_rc(ubj_pread(t->fs, ino, got, 1, 10 * UBJ_BS), 1);
+            ubj_bdev_stats_reset(t->dev);
+            memset(got, 0xee, size);
+            assert_rc(ubj_pread(t->fs, ino, got, size, 0), (ssize_t)size);
+            assert_int_equal(memcmp(got, want, size), 0);
+            ubj_bdev_stats_get(t->dev, &st);
+            fprintf(stderr, "  readahead=%s %s: %llu reads\n",
+                    cases[i].pol ? cases[i].pol : "(default)", warm ? "warm" : "cold",
+                    (unsigned long long)st.reads);
+            assert_int_equal(st.reads, warm ? cases[i].warm : cases[i].cold);
+        }
+    }
+    assert_rc(t_mount_ra(t, "linux"), -EINVAL);
+    assert_non_null(strstr(ubj_errormsg(), "not in the read path yet"));
+    assert_rc(t_mount_ra(t, "linux:7"), -EINVAL);
+    assert_rc(t_mount_ra(t, "oracle"), -EINVAL);
+    assert_rc(t_mount_ra(t, "offf"), -EINVAL);
+    assert_non_null(strstr(ubj_errormsg(), "unknown policy"));
+    assert_ok(t_mount_ra(t, NULL));
+    free(want);
+    free(got);
+}
+
 /* test_unlinked_open -- open + unlink: data readable and writable until
  * the last release, then inode and blocks are freed. */
 static void test_unlinked_open(void **state)
@@ -506,6 +565,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_setattr, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_relatime, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_rdonly, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_read_path, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_unlinked_open, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_fsync_durable, tfs_setup, tfs_teardown),
     };
