@@ -16,6 +16,8 @@
  *   hooks          the mode's write and reclaim hooks (ubj_cache_set_hooks)
  *   snap_free[2]   free snapshot segments (1 block / CACHE_WB_MAX_RUN
  *                  blocks); snap_out[] counts those a write holds
+ *   outside        readers of ubj_cache_get_unlocking outside the caller's
+ *                  lock (changed with that lock held too; outside_cv)
  * Besides the UBJ_BUF_* flags of cache.h, three private flags:
  *   CACHE_BUF_HASHED   the buffer is on its hash chain
  *   CACHE_BUF_GONE     dropped (forget / set_state FREE) while still held:
@@ -59,7 +61,11 @@
  *     twin: the live bytes are not on the device).
  * 11. No device I/O and no callback (seal, the hooks) runs with c->lock
  *     held.  Lock order: c->wb_lock (serialises writeback, owns wb_ents)
- *     before c->lock.
+ *     before c->lock; a caller's lock (the mount lock) before both.
+ *     ubj_cache_get_unlocking releases the caller's lock only around a
+ *     miss's device read, and ends the read (io_busy, state) under c->lock
+ *     before it retakes the caller's lock: a thread that waits on io_cv
+ *     for that buffer while holding the caller's lock is never waited for.
  * 12. An io_busy buffer is never reused nor freed; io_busy is cleared, and
  *     c->io_cv broadcast, by the thread that set it (with an asynchronous
  *     completion later: by the thread completing the write it set it for).
@@ -237,6 +243,11 @@ struct ubj_cache {
     pthread_cond_t io_cv;        /* broadcast when some io_busy clears or a
                                     snapshot segment is given back */
     uint64_t cold_frozen;        /* cold FROZEN buffers CLOCK met, not yet taken */
+    uint32_t outside;            /* ubj_cache_get_unlocking callers that
+                                    released their lock for a read: changed
+                                    with that lock held as well */
+    pthread_cond_t outside_cv;   /* broadcast (waited on with the caller's
+                                    lock) when outside drops to 0 */
     pthread_mutex_t wb_lock;     /* serialises writeback; owns wb_* */
     struct ubj_bdev *dev;        /* not owned */
     struct ubj_cache_config cfg;
@@ -261,11 +272,15 @@ struct ubj_cache {
 };
 
 #if UBJ_TEST_HOOKS
-/* test builds: the write-in-flight hook and the broken variant
- * stable-no-wait (cache.h); process-wide, set by tests only */
+/* test builds: the write-in-flight hook, the unlocked-read hook and the
+ * broken variants stable-no-wait and unlock-none (cache.h); process-wide,
+ * set by tests only */
 static void (*cache_test_hook)(void *, struct ubj_cache *, struct ubj_buf *);
 static void *cache_test_hook_arg;
 static bool cache_no_stable_wait;
+static void (*cache_read_hook)(void *, struct ubj_cache *, uint64_t);
+static void *cache_read_hook_arg;
+static bool cache_unlock_none;
 #define CACHE_TEST_POINT(c, b) \
     do { if (cache_test_hook) cache_test_hook(cache_test_hook_arg, (c), (b)); } while (0)
 #else
@@ -1006,6 +1021,7 @@ int ubj_cache_create(struct ubj_bdev *dev, const struct ubj_cache_config *cfg,
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->wb_lock, NULL);
     pthread_cond_init(&c->io_cv, NULL);
+    pthread_cond_init(&c->outside_cv, NULL);
     assert(c->adopt_pending || assert_cache_invariants(c));
     *out = c;
     return 0;
@@ -1021,6 +1037,7 @@ void ubj_cache_destroy(struct ubj_cache *c)
     assert(c->snap_out[CACHE_SNAP_ONE] == 0 && c->snap_out[CACHE_SNAP_RUN] == 0);
     pthread_mutex_unlock(&c->lock);
     pthread_cond_destroy(&c->io_cv);
+    pthread_cond_destroy(&c->outside_cv);
     pthread_mutex_destroy(&c->wb_lock);
     pthread_mutex_destroy(&c->lock);
     cache_free_arrays(c);
@@ -1036,19 +1053,79 @@ static inline void cache_hit_locked(struct ubj_buf *b)
     b->referenced = 1;
 }
 
+/* cache_outer_drop_locked -- a miss's device read is about to start
+ * (c->lock and `outer`, if any, held): whether `outer` will be released
+ * for it (not by the broken variant unlock-none); if so it is counted in
+ * c->outside (ubj_cache_wait_unlocked), under both locks. */
+static bool cache_outer_drop_locked(struct ubj_cache *c, pthread_mutex_t *outer)
+{
+    bool drop = outer != NULL;
+#if UBJ_TEST_HOOKS
+    drop = drop && !cache_unlock_none;   /* broken variant: keeps it */
+#endif
+    if (drop)
+        c->outside++;
+    return drop;
+}
+
+/* cache_outer_release -- c->lock released, the read of blkno next:
+ * release `outer` if `drop` (*dropped set); test builds call the
+ * unlocked-read hook for any `outer`. */
+static void cache_outer_release(struct ubj_cache *c, uint64_t blkno,
+                                pthread_mutex_t *outer, bool drop, bool *dropped)
+{
+    if (drop) {
+        pthread_mutex_unlock(outer);
+        *dropped = true;
+    }
+#if UBJ_TEST_HOOKS
+    if (outer != NULL && cache_read_hook != NULL)
+        cache_read_hook(cache_read_hook_arg, c, blkno);
+#else
+    (void)c;
+    (void)blkno;
+#endif
+}
+
+/* cache_outer_retake_locked -- the read ended (c->lock held): retake
+ * `outer` if it was released, without c->lock (its order comes first),
+ * and uncount it.  Returns with c->lock held. */
+static void cache_outer_retake_locked(struct ubj_cache *c, pthread_mutex_t *outer,
+                                      bool dropped)
+{
+    if (!dropped)
+        return;
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_lock(outer);
+    pthread_mutex_lock(&c->lock);
+    if (--c->outside == 0)
+        pthread_cond_broadcast(&c->outside_cv);
+}
+
 /*
  * cache_fill -- load a freshly claimed buffer (refcnt 1, io_busy, hashed,
  * FREE) from the device, or zero it for NOREAD.  Called and returns with
  * c->lock held.  On a read error the buffer is released (nothing cached).
+ * With `outer` (ubj_cache_get_unlocking; never for NOREAD) the caller's
+ * lock is released around the device read and retaken after io_busy
+ * cleared and the state is set, without c->lock (its order comes first):
+ * a thread holding `outer` and waiting on io_cv for this buffer is woken
+ * without needing `outer`.  *dropped tells whether it was released.
  */
-static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags)
+static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags,
+                      pthread_mutex_t *outer, bool *dropped)
 {
     int rc = 0;
-    pthread_mutex_unlock(&c->lock);
     if (flags & UBJ_GET_NOREAD)
+        outer = NULL;
+    bool drop = cache_outer_drop_locked(c, outer);
+    pthread_mutex_unlock(&c->lock);
+    if (flags & UBJ_GET_NOREAD) {
         memset(b->data, 0, CACHE_BS);
-    else
+    } else {
+        cache_outer_release(c, b->d->blkno, outer, drop, dropped);
         rc = ubj_bdev_read(c->dev, b->d->blkno, 1, b->data);
+    }
     pthread_mutex_lock(&c->lock);
     b->io_busy = 0;
     pthread_cond_broadcast(&c->io_cv);
@@ -1056,16 +1133,15 @@ static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags)
         assert(b->refcnt == 1);   /* waiters hold no reference */
         b->refcnt = 0;
         cache_release_locked(c, b);
-        return rc;
-    }
-    if (flags & UBJ_GET_NOREAD) {
+    } else if (flags & UBJ_GET_NOREAD) {
         b->flags |= UBJ_BUF_LOADED;
     } else {
         b->flags |= UBJ_BUF_LOADED | UBJ_BUF_VERIFY;
         if (!(b->flags & CACHE_BUF_GONE))
             cache_set_state_locked(c, b, UBJ_BUF_CLEAN, 0);
     }
-    return 0;
+    cache_outer_retake_locked(c, outer, *dropped);
+    return rc < 0 ? rc : 0;
 }
 
 /* cache_claim_locked -- make v the loading buffer of blkno: hashed,
@@ -1081,9 +1157,11 @@ static void cache_claim_locked(struct ubj_cache *c, struct ubj_buf *v, uint64_t 
     cache_hash_insert_locked(c, v);
 }
 
-/* ubj_cache_get -- a referenced buffer with the newest version of blkno. */
-int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
-                  struct ubj_buf **out)
+/* cache_get -- a referenced buffer with the newest version of blkno;
+ * `outer` (or NULL) is released around a miss's device read (cache_fill),
+ * *dropped then set. */
+static int cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
+                     pthread_mutex_t *outer, bool *dropped, struct ubj_buf **out)
 {
     if (blkno >= c->dev->nblocks)
         return ubj_set_error(-EINVAL, "cache: block %llu beyond the device "
@@ -1125,12 +1203,48 @@ int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
         break;
     }
     cache_claim_locked(c, b, blkno);
-    int rc = cache_fill(c, b, flags);
+    int rc = cache_fill(c, b, flags, outer, dropped);
     pthread_mutex_unlock(&c->lock);
     if (rc < 0)
         return rc;   /* the device's error and message */
     *out = b;
     return 0;
+}
+
+/* ubj_cache_get -- a referenced buffer with the newest version of blkno. */
+int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
+                  struct ubj_buf **out)
+{
+    bool dropped = false;
+    return cache_get(c, blkno, flags, NULL, &dropped, out);
+}
+
+/* ubj_cache_get_unlocking -- ubj_cache_get, releasing `outer` (held by the
+ * caller) around a miss's device read; 1 if it did, 0 if not. */
+int ubj_cache_get_unlocking(struct ubj_cache *c, uint64_t blkno, unsigned flags,
+                            pthread_mutex_t *outer, struct ubj_buf **out)
+{
+    bool dropped = false;
+    if (flags & UBJ_GET_NOREAD)
+        return ubj_set_error(-EINVAL, "cache: an unlocking get reads the block "
+                             "(UBJ_GET_NOREAD given)");
+    int rc = cache_get(c, blkno, flags, outer, &dropped, out);
+    return rc < 0 ? rc : dropped;
+}
+
+/* ubj_cache_wait_unlocked -- wait (on outside_cv with `outer`) until no
+ * ubj_cache_get_unlocking caller is outside `outer`. */
+void ubj_cache_wait_unlocked(struct ubj_cache *c, pthread_mutex_t *outer)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->outside > 0) {
+        pthread_mutex_unlock(&c->lock);
+        /* outside changes only with outer held: it cannot drop to 0
+         * between the test and this wait */
+        pthread_cond_wait(&c->outside_cv, outer);
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* cache_run_hits_locked -- references on the loaded buffers of blocks
@@ -1178,17 +1292,19 @@ static int cache_run_read(struct ubj_cache *c, struct ubj_buf **v, uint32_t m)
     return rc;
 }
 
-/* cache_run_one -- ubj_cache_get of one block as a run: 1 or its error. */
-static int cache_run_one(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out)
+/* cache_run_one -- cache_get of one block as a run: 1 or its error. */
+static int cache_run_one(struct ubj_cache *c, uint64_t blkno, pthread_mutex_t *outer,
+                         bool *dropped, struct ubj_buf **out)
 {
-    int rc = ubj_cache_get(c, blkno, 0, out);
+    int rc = cache_get(c, blkno, 0, outer, dropped, out);
     return rc < 0 ? rc : 1;
 }
 
-/* ubj_cache_get_run -- referenced buffers for the first blocks of
- * [blkno, blkno + n); the missing ones in one device read. */
-int ubj_cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
-                      struct ubj_buf **out)
+/* cache_get_run -- referenced buffers for the first blocks of [blkno,
+ * blkno + n); the missing ones in one device read, with `outer` (or
+ * NULL) released around it (*dropped then set). */
+static int cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
+                         pthread_mutex_t *outer, bool *dropped, struct ubj_buf **out)
 {
     if (n == 0 || blkno >= c->dev->nblocks || n > c->dev->nblocks - blkno)
         return ubj_set_error(-EINVAL, "cache: blocks %llu+%u beyond the device "
@@ -1200,12 +1316,12 @@ int ubj_cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
     if (n > cap)
         n = cap > 0 ? cap : 1;
     if (n == 1)
-        return cache_run_one(c, blkno, out);
+        return cache_run_one(c, blkno, outer, dropped, out);
     pthread_mutex_lock(&c->lock);
     uint32_t k = cache_run_hits_locked(c, blkno, n, out);
     if (k > 0 || cache_find_locked(c, blkno) != NULL) {
         pthread_mutex_unlock(&c->lock);
-        return k > 0 ? (int)k : cache_run_one(c, blkno, out);   /* loading: wait */
+        return k > 0 ? (int)k : cache_run_one(c, blkno, outer, dropped, out);   /* loading: wait */
     }
     /* Claim buffers for the missing blocks from blkno on, in order, up to
      * the first one another thread brings in (the lock drops while CLOCK
@@ -1239,11 +1355,13 @@ int ubj_cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
     }
     if (m == 0) {   /* the first block came in while CLOCK ran: a hit */
         pthread_mutex_unlock(&c->lock);
-        return cache_run_one(c, blkno, out);
+        return cache_run_one(c, blkno, outer, dropped, out);
     }
     c->stats.misses += m;
     c->stats.run_reads++;
+    bool drop = cache_outer_drop_locked(c, outer);
     pthread_mutex_unlock(&c->lock);
+    cache_outer_release(c, blkno, outer, drop, dropped);
     int rc = cache_run_read(c, out, m);
     pthread_mutex_lock(&c->lock);
     for (uint32_t j = 0; j < m; j++) {
@@ -1260,8 +1378,26 @@ int ubj_cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
             cache_set_state_locked(c, b, UBJ_BUF_CLEAN, 0);
     }
     pthread_cond_broadcast(&c->io_cv);
+    cache_outer_retake_locked(c, outer, *dropped);   /* the read ended first */
     pthread_mutex_unlock(&c->lock);
     return rc < 0 ? rc : (int)m;   /* the device's error and message */
+}
+
+/* ubj_cache_get_run -- see cache.h. */
+int ubj_cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
+                      struct ubj_buf **out)
+{
+    bool dropped = false;
+    return cache_get_run(c, blkno, n, NULL, &dropped, out);
+}
+
+/* ubj_cache_get_run_unlocking -- see cache.h. */
+int ubj_cache_get_run_unlocking(struct ubj_cache *c, uint64_t blkno, uint32_t n,
+                                pthread_mutex_t *outer, bool *dropped,
+                                struct ubj_buf **out)
+{
+    *dropped = false;
+    return cache_get_run(c, blkno, n, outer, dropped, out);
 }
 
 /* ubj_cache_lookup -- get without I/O; -ENOENT if blkno is not cached. */
@@ -1361,6 +1497,20 @@ void ubj_cache_test_write_hook(void (*fn)(void *, struct ubj_cache *, struct ubj
 {
     cache_test_hook = fn;
     cache_test_hook_arg = arg;
+}
+
+/* ubj_cache_test_read_hook -- test builds: the unlocked-read hook. */
+void ubj_cache_test_read_hook(void (*fn)(void *, struct ubj_cache *, uint64_t),
+                              void *arg)
+{
+    cache_read_hook = fn;
+    cache_read_hook_arg = arg;
+}
+
+/* ubj_cache_test_unlock_break -- test builds: the broken variant unlock-none. */
+void ubj_cache_test_unlock_break(bool unlock_none)
+{
+    cache_unlock_none = unlock_none;
 }
 
 /* ubj_cache_test_break -- test builds: the broken variant stable-no-wait. */

@@ -326,6 +326,45 @@ int ubj_cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
 int ubj_cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
                       struct ubj_buf **out);
 
+/*
+ * ubj_cache_get_unlocking -- ubj_cache_get for a caller holding `outer`
+ * (the mount lock), which is released while a miss's device read is in
+ * flight -- only then: never while a buffer is written home to make room,
+ * nor while reclaim runs -- and held again when it returns.  The read ends
+ * (the buffer LOADED, io_cv broadcast) before `outer` is retaken, so a
+ * thread holding `outer` while waiting for that block is not waited for.
+ * What the caller looked up under `outer` may have changed meanwhile: it
+ * must revalidate (src/fs/meta.c, fs_get_read).  Returns 1 and *out if
+ * `outer` was released, 0 and *out if not (a hit, or another thread's read
+ * waited for under `outer`), or ubj_cache_get's errors (`outer` held
+ * again); -EINVAL also for UBJ_GET_NOREAD (nothing to read).
+ * Thread-safe as ubj_cache_get; `outer` must not be c's own lock.
+ */
+int ubj_cache_get_unlocking(struct ubj_cache *c, uint64_t blkno, unsigned flags,
+                            pthread_mutex_t *outer, struct ubj_buf **out);
+
+/*
+ * ubj_cache_get_run_unlocking -- ubj_cache_get_run for a caller holding
+ * `outer` (the mount lock), released while the run's device read is in
+ * flight, as ubj_cache_get_unlocking releases it for one block: only then,
+ * and the read ends (its buffers LOADED, io_cv broadcast) before `outer` is
+ * retaken.  *dropped tells whether it was released (the caller must then
+ * revalidate what it looked up).  Returns k as ubj_cache_get_run, or its
+ * errors (`outer` held again).  Thread-safe; `outer` is not c's lock.
+ */
+int ubj_cache_get_run_unlocking(struct ubj_cache *c, uint64_t blkno, uint32_t n,
+                                pthread_mutex_t *outer, bool *dropped,
+                                struct ubj_buf **out);
+
+/*
+ * ubj_cache_wait_unlocked -- the caller holds `outer`: wait until no
+ * ubj_cache_get_unlocking call that released `outer` is still outside it
+ * (each has retaken it and returned, or waits to), releasing `outer`
+ * meanwhile.  For a teardown (ubj_unmount) that must not free what such
+ * a reader will touch.  Never fails; thread-safe.
+ */
+void ubj_cache_wait_unlocked(struct ubj_cache *c, pthread_mutex_t *outer);
+
 /* ubj_cache_lookup -- like get but never does I/O: -ENOENT on a miss. */
 int ubj_cache_lookup(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out);
 
@@ -371,6 +410,18 @@ void ubj_cache_wait_stable(struct ubj_cache *c, struct ubj_buf *b);
  */
 void ubj_cache_test_write_hook(void (*fn)(void *arg, struct ubj_cache *c,
                                           struct ubj_buf *b), void *arg);
+/*
+ * ubj_cache_test_read_hook -- test builds: fn(arg, c, blkno) in the thread
+ * of a ubj_cache_get_unlocking miss, after the caller's lock is released
+ * (kept under the broken variant unlock-none) and before the device read, without c->lock: fn may park the read there
+ * (tests/concurrency/unlocked.c).  NULL: none.  Process-wide.
+ */
+void ubj_cache_test_read_hook(void (*fn)(void *arg, struct ubj_cache *c,
+                                         uint64_t blkno), void *arg);
+/* ubj_cache_test_unlock_break -- test builds: the broken variant
+ * `unlock-none`: ubj_cache_get_unlocking keeps the caller's lock through
+ * the read (as before this rule), the read hook still called. */
+void ubj_cache_test_unlock_break(bool unlock_none);
 /* ubj_cache_test_break -- test builds: the broken variant `stable-no-wait`:
  * ubj_cache_wait_stable returns at once (a writer changes a buffer inside
  * a write's window). */

@@ -359,6 +359,7 @@ static int alloc_take(struct ubj_fs *fs, struct ubj_handle *h,
                       const struct alloc_map *m, uint64_t i, struct ubj_buf *b,
                       uint32_t bit, uint32_t n)
 {
+    fs_gen_bump(fs);
     int rc = ubj_txn_write_access(h, &b);
     if (rc < 0) {
         ubj_cache_put(fs->cache, b);
@@ -584,6 +585,7 @@ int fs_bfree(struct ubj_fs *fs, struct ubj_handle *h, uint64_t start, uint64_t c
     int rc = alloc_release(fs, h, &m, start, count);
     if (rc < 0)
         return rc;
+    fs_gen_bump(fs);
     for (uint64_t b = start; b < start + count; b++) {
         rc = ubj_txn_forget(h, b);
         if (rc < 0)

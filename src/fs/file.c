@@ -21,6 +21,18 @@
  *     + ubj_txn_dirty(UBJ_KIND_DATA); a block is read from the device only
  *     when part of its old contents survives the write.
  *
+ *  F4 A pread that misses in the cache waits for the device outside the
+ *     mount lock (fs_get_read, struct fs_rd: meta.c) and keeps what
+ *     it copied only if nothing changed meanwhile: fs->gen is what it was
+ *     when the inode was looked up, else the buffer is dropped and the read
+ *     restarts from its first uncopied byte with the inode looked up
+ *     again (size, extents).  Bytes copied before a restart were right when
+ *     copied (as Linux, a read is not atomic against a concurrent write or
+ *     truncate: a short read, never stale or foreign bytes).  After
+ *     FS_RD_TRIES tries it reads under the lock: it finishes.  Nothing
+ *     that writes drops the lock (docs/DESIGN.md, "Device reads outside
+ *     the mount lock").
+ *
  * The read path is the hot one (>= 1e6 cached 4 KiB reads/s): one
  * fs_iget, one extent map per run of blocks, one cache get per block, no
  * handle unless relatime says atime must change.
@@ -138,15 +150,17 @@ static void file_atime(struct ubj_fs *fs, struct fs_iref *r)
 /* ---- reading ------------------------------------------------------------- */
 
 /* file_read_run -- copy n bytes at pos from the run mapped at pblk (0: a
- * hole) into dst: block by block under FS_RA_OFF_PAGE (a miss reads its
- * block alone), else through ubj_cache_get_run (the run's missing blocks
- * as one device read each stretch between cached ones).  Returns 0 or
- * the cache's error. */
+ * hole) into dst; *done = bytes copied: block by block under
+ * FS_RA_OFF_PAGE (a miss reads its block alone), else in runs (the
+ * missing blocks of each stretch between cached ones as one device read:
+ * fs_get_read_run).  Returns 0, FS_RESTART (F4) or the cache's error. */
 static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
-                         uint64_t pos, uint64_t n)
+                         uint64_t pos, uint64_t n, uint64_t *done)
 {
+    *done = 0;
     if (pblk == 0) {
         memset(dst, 0, n);
+        *done = n;
         return 0;
     }
     struct ubj_buf *bufs[UBJ_CACHE_RUN_MAX];
@@ -155,8 +169,8 @@ static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
         uint64_t left = (boff + n + UBJ_BS - 1) / UBJ_BS;   /* blocks */
         uint32_t want = fs->ra_policy == FS_RA_OFF_PAGE ? 1u
                         : left < UBJ_CACHE_RUN_MAX ? (uint32_t)left : UBJ_CACHE_RUN_MAX;
-        int got = want == 1 ? ubj_cache_get(fs->cache, pblk, 0, &bufs[0])
-                            : ubj_cache_get_run(fs->cache, pblk, want, bufs);
+        int got = want == 1 ? fs_get_read(fs, pblk, &bufs[0])
+                            : fs_get_read_run(fs, pblk, want, bufs);
         if (got < 0)
             return got;
         if (want == 1)
@@ -169,16 +183,22 @@ static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
             dst += c;
             pos += c;
             n -= c;
+            *done += c;
             boff = 0;
         }
     }
     return 0;
 }
 
-/* file_read_locked -- read up to size bytes at off of a regular file. */
-static ssize_t file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
-                                size_t size, uint64_t off)
+/* file_read_locked -- read up to size bytes at off of a regular file;
+ * *done = bytes read (on an error: up to the run that failed, as before
+ * F4; on a restart: up to the block that restarts).  Returns 0 (done
+ * the whole range or to the end of the file), FS_RESTART (F4) or an
+ * error. */
+static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
+                            size_t size, uint64_t off, uint64_t *done)
 {
+    *done = 0;
     uint64_t isize = r->ip->size;
     if (isize > UBJ_MAX_FILE_SIZE)
         return ubj_set_error(-EUCLEAN, "inode %llu: size %llu beyond the limit",
@@ -198,17 +218,23 @@ static ssize_t file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
         if (rc == 0) {
             uint64_t run_end = ((uint64_t)lblk + len) * UBJ_BS;
             n = (run_end < end ? run_end : end) - pos;
-            rc = file_read_run(fs, pblk, dst, pos, n);
+            rc = file_read_run(fs, pblk, dst, pos, n, &n);
         }
-        if (rc < 0)
-            return pos > off ? (ssize_t)(pos - off) : rc;
+        if (rc == FS_RESTART) {   /* what this run copied is right */
+            *done = pos + n - off;
+            return rc;
+        }
+        if (rc < 0)   /* a failed run counts nothing: *done as it started */
+            return rc;
         dst += n;
         pos += n;
+        *done = pos - off;
     }
-    return (ssize_t)(end - off);
+    return 0;
 }
 
-/* ubj_pread -- pread(2): holes read as zeros; relatime atime. */
+/* ubj_pread -- pread(2): holes read as zeros; relatime atime; device reads
+ * outside the mount lock (F4). */
 ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
                   off_t off)
 {
@@ -219,19 +245,34 @@ ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
     if (size > FILE_RW_MAX)
         size = FILE_RW_MAX;
     fs_start(fs, 0, &h);
-    int rc = fs_iget(fs, ino, &r);
-    if (rc < 0)
-        return fs_stop(fs, h, file_err(rc, "pread", ino));
-    ssize_t n = file_check_reg(r.ip, "pread", ino);
-    if (n == 0 && size > 0) {
-        n = file_read_locked(fs, &r, buf, size, (uint64_t)off);
-        if (n >= 0)
-            file_atime(fs, &r);
-        else
-            n = file_err((int)n, "pread", ino);
-    }
-    fs_iput(fs, &r);
-    return fs_stop(fs, h, (int)n);
+    uint64_t total = 0;
+    struct fs_rd rd;
+    int rc;
+    fs_rd_begin(fs, &rd);
+    bool own_msg = false;   /* rc from file_check_reg: its message */
+    do {
+        rc = fs_iget(fs, ino, &r);
+        if (rc < 0)
+            continue;   /* to fs_rd_again: a restart, or the end */
+        rc = file_check_reg(r.ip, "pread", ino);
+        own_msg = rc < 0;
+        if (rc == 0 && size > total) {
+            uint64_t n;
+            rc = file_read_locked(fs, &r, (uint8_t *)buf + total, size - total,
+                                  (uint64_t)off + total, &n);
+            total += n;
+            if (rc == FS_RESTART && total == size)
+                rc = 0;
+            if (rc != FS_RESTART && (rc == 0 || total > 0) && size > 0) {
+                fs_rd_end(&rd);   /* the atime update writes */
+                file_atime(fs, &r);
+            }
+        }
+        fs_iput(fs, &r);
+    } while (fs_rd_again(&rd, rc));
+    if (rc < 0 && total == 0)
+        return fs_stop(fs, h, own_msg ? rc : file_err(rc, "pread", ino));
+    return fs_stop(fs, h, (int)total);
 }
 
 /* ---- SEEK_DATA / SEEK_HOLE ---------------------------------------------- */
@@ -323,6 +364,7 @@ static int file_write_block(struct ubj_fs *fs, struct ubj_handle *h, uint64_t bl
     int rc = ubj_cache_get(fs->cache, blk, fresh || whole ? UBJ_GET_NOREAD : 0, &b);
     if (rc < 0)
         return rc;
+    fs_gen_bump(fs);
     rc = ubj_txn_write_access(h, &b);
     if (rc == 0) {
         if (fresh && !whole) {
@@ -500,6 +542,7 @@ static int file_zero_tail(struct ubj_fs *fs, struct ubj_handle *h,
     rc = ubj_cache_get(fs->cache, pblk, 0, &b);
     if (rc < 0)
         return rc;
+    fs_gen_bump(fs);
     rc = ubj_txn_write_access(h, &b);
     if (rc == 0) {
         memset(b->data + boff, 0, UBJ_BS - boff);

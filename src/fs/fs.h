@@ -28,7 +28,15 @@
  *
  * Locking: every public entry point takes fs->lock (a mutex) for its
  * whole duration, so the functions below run one at a time per mount and
- * may assume it is held ("_locked" is implied for everything here).
+ * may assume it is held ("_locked" is implied for everything here) --
+ * with one exception: a handle-less read operation (pread, getattr,
+ * lookup, readlink, path lookups: struct fs_rd below) whose block misses
+ * in the cache releases the lock while the device reads (fs_get_read,
+ * ubj_cache_get_unlocking) and revalidates against fs->gen after
+ * retaking it, restarting if it moved (docs/DESIGN.md, "Device reads
+ * outside the mount lock").  Whoever changes anything a reader looked up
+ * calls fs_gen_bump() first: every ubj_txn_write_access and
+ * ubj_txn_forget in src/fs is preceded by one.
  *
  * Buffers: metadata is read with fs_meta_read (verifies magic, block
  * number and crc32c the first time the block comes from the device) and
@@ -46,6 +54,7 @@
 #ifndef UBJ_FS_FS_H
 #define UBJ_FS_FS_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -105,8 +114,49 @@ struct ubj_fs {
     pthread_cond_t timer_cv;
     /* added by super.c/alloc.c (private to them) */
     struct fs_alloc *alloc;        /* alloc.c: per-bitmap-block free counts */
+    /* device reads outside the lock (meta.c, fs_get_read) */
+    uint64_t gen;                  /* [lock] bumped before every change to a
+                                      block (fs_gen_bump): a reader that
+                                      released the lock and finds it moved
+                                      revalidates */
     uint64_t dev_flushes_base;     /* device flushes at mount (stats) */
 };
+
+/* fs_gen_bump -- a block is about to change (a write access, a forget):
+ * readers that released the lock around a device read must revalidate. */
+static inline void fs_gen_bump(struct ubj_fs *fs)
+{
+    fs->gen++;
+}
+
+/* ---- meta.c: reads outside the mount lock ---- */
+/* One handle-less read operation whose cache misses may release the mount
+ * lock (docs/DESIGN.md, "Device reads outside the mount lock"):
+ * fs_rd_begin at its start (lock held), then its body in a loop
+ * `do { ... } while (fs_rd_again(&rd, rc));` -- a miss that released the
+ * lock while something changed (fs->gen moved) fails with FS_RESTART after
+ * putting its buffer, the body unwinds as from -EIO, and fs_rd_again
+ * starts it over; after FS_RD_TRIES tries the body runs with the lock held
+ * throughout, so it finishes.  fs_rd_end before anything that writes
+ * (an atime update).  The state is per thread (fs_rd_cur). */
+struct fs_rd {
+    struct ubj_fs *fs;
+    uint64_t gen0;      /* fs->gen when this try began */
+    unsigned tries;
+};
+#define FS_RESTART (-ERESTART)   /* internal: never returned to a caller */
+#define FS_RD_TRIES 4u
+void fs_rd_begin(struct ubj_fs *fs, struct fs_rd *rd);
+bool fs_rd_again(struct fs_rd *rd, int rc);
+void fs_rd_end(struct fs_rd *rd);
+/* fs_get_read -- ubj_cache_get of blkno (no flags) for the running
+ * fs_rd operation, if any: releases the mount lock around a miss's read;
+ * 0 and *out, FS_RESTART (nothing held), or the cache's error. */
+int fs_get_read(struct ubj_fs *fs, uint64_t blkno, struct ubj_buf **out);
+/* fs_get_read_run -- ubj_cache_get_run of [blkno, blkno + n) for the
+ * running fs_rd operation, as fs_get_read: k >= 1 buffers in out[0..k),
+ * FS_RESTART (nothing held), or the cache's error. */
+int fs_get_read_run(struct ubj_fs *fs, uint64_t blkno, uint32_t n, struct ubj_buf **out);
 
 /* ---- meta.c ---- */
 void fs_seal(void *fs, uint64_t blkno, void *data);   /* cache seal callback */
@@ -208,6 +258,9 @@ void fs_iput(struct ubj_fs *fs, struct fs_iref *r);
 int fs_ievent(struct ubj_handle *h, struct fs_iref *r, enum ubj_event_type type,
               const void *field, size_t len, uint64_t a);
 void fs_inode_to_stat(const struct ubj_inode *ip, ubj_ino_t ino, struct ubj_stat *st);
+/* fs_istat -- fs_iget + fs_inode_to_stat + fs_iput: 0 and *st, or
+ * fs_iget's error (FS_RESTART too). */
+int fs_istat(struct ubj_fs *fs, ubj_ino_t ino, struct ubj_stat *st);
 /* fs_inode_new -- allocate and initialise an inode (mode, cred, times now);
  * the caller links it somewhere.  Returns a write-accessed iref. */
 int fs_inode_new(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent_hint,
@@ -272,6 +325,11 @@ enum fs_ofile_break {
     FS_OFILE_BREAK_CLOSE_KEEPS_REF = 5,   /* close leaks the open reference */
 };
 void fs_ofile_test_break(enum fs_ofile_break which);
+/* fs_file_test_break -- the broken variant `no-revalidate` of meta.c's
+ * fs_get_read: a read operation that released the mount lock in a device
+ * read keeps what it read even if something changed meanwhile (file.c F4
+ * broken, and its rule for metadata). */
+void fs_file_test_break(bool no_revalidate);
 #endif
 
 /* ---- dir.c ---- */

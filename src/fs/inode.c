@@ -79,6 +79,7 @@ int fs_iget(struct ubj_fs *fs, ubj_ino_t ino, struct fs_iref *r)
 /* fs_iwrite -- write access to the inode's block; re-point r->ip. */
 int fs_iwrite(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r)
 {
+    fs_gen_bump(fs);
     int rc = ubj_txn_write_access(h, &r->b);
     if (rc < 0)
         return rc;
@@ -157,19 +158,31 @@ void fs_inode_to_stat(const struct ubj_inode *ip, ubj_ino_t ino, struct ubj_stat
     st->crtime = inode_ts(ip->crtime, ip->crtime_ns);
 }
 
-/* ubj_getattr -- attributes of `ino`. */
-int ubj_getattr(struct ubj_fs *fs, ubj_ino_t ino, struct ubj_stat *st)
+/* fs_istat -- the attributes of in-use inode ino. */
+int fs_istat(struct ubj_fs *fs, ubj_ino_t ino, struct ubj_stat *st)
 {
-    struct ubj_handle *h;
-    struct fs_iref r = { 0 };
-    if (!fs || !st)
-        return ubj_set_error(-EINVAL, "getattr: bad argument");
-    fs_start(fs, 0, &h);
+    struct fs_iref r = { 0 };   /* gcc -O2 cannot see fs_iget sets it */
     int rc = fs_iget(fs, ino, &r);
     if (rc == 0) {
         fs_inode_to_stat(r.ip, ino, st);
         fs_iput(fs, &r);
     }
+    return rc;
+}
+
+/* ubj_getattr -- attributes of `ino`. */
+int ubj_getattr(struct ubj_fs *fs, ubj_ino_t ino, struct ubj_stat *st)
+{
+    struct ubj_handle *h;
+    if (!fs || !st)
+        return ubj_set_error(-EINVAL, "getattr: bad argument");
+    fs_start(fs, 0, &h);
+    struct fs_rd rd;   /* a miss may read outside the lock (fs.h) */
+    int rc;
+    fs_rd_begin(fs, &rd);
+    do {
+        rc = fs_istat(fs, ino, st);
+    } while (fs_rd_again(&rd, rc));
     return fs_stop(fs, h, rc);
 }
 

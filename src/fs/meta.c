@@ -135,7 +135,9 @@ int fs_meta_read_fresh(struct ubj_fs *fs, uint64_t blkno, uint32_t magic,
 {
     *fresh = false;
     struct ubj_buf *b;
-    int rc = ubj_cache_get(fs->cache, blkno, 0, &b);
+    int rc = fs_get_read(fs, blkno, &b);
+    if (rc == FS_RESTART)
+        return rc;
     if (rc < 0)
         return ubj_set_error(rc, "block %llu (%s): read failed: %s",
                              (unsigned long long)blkno, meta_kind_name(magic),
@@ -181,6 +183,7 @@ static int meta_write_begin(struct ubj_fs *fs, struct ubj_handle *h, uint64_t bl
         if (rc < 0)
             return rc;
     }
+    fs_gen_bump(fs);
     rc = ubj_txn_write_access(h, &b);
     if (rc < 0) {
         ubj_cache_put(fs->cache, b);
@@ -286,6 +289,93 @@ int fs_super_dirty(struct ubj_fs *fs, struct ubj_handle *h)
 }
 
 /* ---- entry and exit of every public operation ------------------------- */
+
+/* ---- reads outside the mount lock (fs.h, struct fs_rd) ------------------ */
+
+static _Thread_local struct fs_rd *fs_rd_cur;   /* this thread's, or NULL */
+
+#if UBJ_TEST_HOOKS
+static bool meta_no_revalidate;   /* broken variant no-revalidate (fs.h) */
+
+/* fs_file_test_break -- test builds: the broken variant no-revalidate. */
+void fs_file_test_break(bool no_revalidate)
+{
+    meta_no_revalidate = no_revalidate;
+}
+#endif
+
+/* fs_rd_begin -- a try of a handle-less read operation begins (lock held). */
+void fs_rd_begin(struct ubj_fs *fs, struct fs_rd *rd)
+{
+    rd->fs = fs;
+    rd->gen0 = fs->gen;
+    rd->tries = 0;
+    fs_rd_cur = rd;
+}
+
+/* fs_rd_end -- the operation reads no more outside the lock. */
+void fs_rd_end(struct fs_rd *rd)
+{
+    if (fs_rd_cur == rd)
+        fs_rd_cur = NULL;
+}
+
+/* fs_rd_again -- after a try that returned rc: true to run it again
+ * (FS_RESTART; the last try holds the lock throughout), else false and
+ * the operation is over. */
+bool fs_rd_again(struct fs_rd *rd, int rc)
+{
+    if (rc != FS_RESTART) {
+        fs_rd_end(rd);
+        return false;
+    }
+    ubj_clear_error();   /* messages of the unwound try */
+    rd->tries++;
+    rd->gen0 = rd->fs->gen;
+    fs_rd_cur = rd->tries < FS_RD_TRIES ? rd : NULL;
+    return true;
+}
+
+/* fs_get_read -- a block for the running read operation (fs.h). */
+int fs_get_read(struct ubj_fs *fs, uint64_t blkno, struct ubj_buf **out)
+{
+    struct fs_rd *rd = fs_rd_cur;
+    if (rd == NULL || rd->fs != fs)
+        return ubj_cache_get(fs->cache, blkno, 0, out);
+    int rc = ubj_cache_get_unlocking(fs->cache, blkno, 0, &fs->lock, out);
+    if (rc <= 0)
+        return rc;
+    bool changed = fs->gen != rd->gen0;
+#if UBJ_TEST_HOOKS
+    changed = changed && !meta_no_revalidate;
+#endif
+    if (!changed)
+        return 0;
+    ubj_cache_put(fs->cache, *out);
+    *out = NULL;
+    return FS_RESTART;
+}
+
+/* fs_get_read_run -- a run of blocks for the running read operation. */
+int fs_get_read_run(struct ubj_fs *fs, uint64_t blkno, uint32_t n, struct ubj_buf **out)
+{
+    struct fs_rd *rd = fs_rd_cur;
+    if (rd == NULL || rd->fs != fs)
+        return ubj_cache_get_run(fs->cache, blkno, n, out);
+    bool dropped;
+    int k = ubj_cache_get_run_unlocking(fs->cache, blkno, n, &fs->lock, &dropped, out);
+    if (k < 0 || !dropped)
+        return k;
+    bool changed = fs->gen != rd->gen0;
+#if UBJ_TEST_HOOKS
+    changed = changed && !meta_no_revalidate;
+#endif
+    if (!changed)
+        return k;
+    for (int i = 0; i < k; i++)
+        ubj_cache_put(fs->cache, out[i]);
+    return FS_RESTART;
+}
 
 /* fs_start -- lock the mount; with credits, refuse a read-only or failed
  * mount and start a handle.  On failure the lock is NOT held. */

@@ -254,6 +254,7 @@ static int namei_symlink_store(struct ubj_fs *fs, struct ubj_handle *h,
     rc = ubj_cache_get(fs->cache, pblk, UBJ_GET_NOREAD, &b);
     if (rc < 0)
         return rc;
+    fs_gen_bump(fs);
     rc = ubj_txn_write_access(h, &b);
     if (rc == 0) {
         memset(b->data, 0, UBJ_BS);
@@ -290,7 +291,7 @@ static int namei_symlink_read(struct ubj_fs *fs, struct fs_iref *c, char *buf,
     if (pblk == 0)
         return ubj_set_error(-EUCLEAN, "symlink %llu: target block missing",
                              (unsigned long long)c->ino);
-    rc = ubj_cache_get(fs->cache, pblk, 0, &b);
+    rc = fs_get_read(fs, pblk, &b);
     if (rc < 0)
         return ubj_set_error(rc, "symlink %llu: reading block %llu: %s",
                              (unsigned long long)c->ino, (unsigned long long)pblk,
@@ -307,7 +308,7 @@ int ubj_lookup(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
                struct ubj_stat *st)
 {
     struct ubj_handle *h;
-    struct fs_iref d, c;
+    struct fs_iref d;
     ubj_ino_t ino;
     size_t len;
 
@@ -315,19 +316,20 @@ int ubj_lookup(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
     if (fs == NULL || st == NULL)
         return ubj_set_error(-EINVAL, "lookup: bad argument");
     fs_start(fs, 0, &h);
-    int rc = namei_dir(fs, parent, &d);
-    if (rc < 0)
-        return namei_end(fs, h, rc, "lookup", name);
-    rc = namei_name(name, &len);
-    if (rc == 0)
-        rc = namei_child(fs, &d, name, len, &ino);
-    fs_iput(fs, &d);
-    if (rc == 0)
-        rc = fs_iget(fs, ino, &c);
-    if (rc == 0) {
-        fs_inode_to_stat(c.ip, ino, st);
-        fs_iput(fs, &c);
-    }
+    struct fs_rd rd;   /* a miss may read outside the lock (fs.h) */
+    int rc;
+    fs_rd_begin(fs, &rd);
+    do {
+        rc = namei_dir(fs, parent, &d);
+        if (rc < 0)
+            continue;
+        rc = namei_name(name, &len);
+        if (rc == 0)
+            rc = namei_child(fs, &d, name, len, &ino);
+        fs_iput(fs, &d);
+        if (rc == 0)
+            rc = fs_istat(fs, ino, st);
+    } while (fs_rd_again(&rd, rc));
     return namei_end(fs, h, rc, "lookup", name);
 }
 
@@ -846,14 +848,19 @@ ssize_t ubj_readlink(struct ubj_fs *fs, ubj_ino_t ino, char *buf, size_t size)
     if (fs == NULL || (buf == NULL && size > 0))
         return ubj_set_error(-EINVAL, "readlink: bad argument");
     fs_start(fs, 0, &h);
-    int rc = fs_iget(fs, ino, &c);
-    if (rc == 0) {
-        if (!S_ISLNK(c.ip->mode))
-            rc = -EINVAL;
-        else
-            rc = namei_symlink_read(fs, &c, buf, size, &len);
-        fs_iput(fs, &c);
-    }
+    struct fs_rd rd;   /* a miss may read outside the lock (fs.h) */
+    int rc;
+    fs_rd_begin(fs, &rd);
+    do {
+        rc = fs_iget(fs, ino, &c);
+        if (rc == 0) {
+            if (!S_ISLNK(c.ip->mode))
+                rc = -EINVAL;
+            else
+                rc = namei_symlink_read(fs, &c, buf, size, &len);
+            fs_iput(fs, &c);
+        }
+    } while (fs_rd_again(&rd, rc));
     rc = namei_end(fs, h, rc, "readlink", NULL);
     if (rc < 0)
         return rc;
@@ -1002,7 +1009,6 @@ int ubj_path_lookup(struct ubj_fs *fs, const char *path, unsigned flags,
                     struct ubj_stat *st)
 {
     struct ubj_handle *h;
-    struct fs_iref c;
     ubj_ino_t ino;
     size_t len;
 
@@ -1014,13 +1020,13 @@ int ubj_path_lookup(struct ubj_fs *fs, const char *path, unsigned flags,
         return ubj_set_error(rc, "path '%.64s': %s", path ? path : "(null)",
                              strerror(-rc));
     fs_start(fs, 0, &h);
-    rc = namei_walk(fs, path, len, !(flags & UBJ_PATH_NOFOLLOW), &ino);
-    if (rc == 0)
-        rc = fs_iget(fs, ino, &c);
-    if (rc == 0) {
-        fs_inode_to_stat(c.ip, ino, st);
-        fs_iput(fs, &c);
-    }
+    struct fs_rd rd;   /* a miss may read outside the lock (fs.h) */
+    fs_rd_begin(fs, &rd);
+    do {
+        rc = namei_walk(fs, path, len, !(flags & UBJ_PATH_NOFOLLOW), &ino);
+        if (rc == 0)
+            rc = fs_istat(fs, ino, st);
+    } while (fs_rd_again(&rd, rc));
     return namei_end(fs, h, rc, "path", path);
 }
 

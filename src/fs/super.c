@@ -990,6 +990,7 @@ int ubj_unmount(struct ubj_fs *fs)
         return ubj_set_error(-EINVAL, "unmount: no mount");
     super_timer_stop(fs);
     pthread_mutex_lock(&fs->lock);
+    ubj_cache_wait_unlocked(fs->cache, &fs->lock);   /* a pread's read (F4) */
     fs_files_close_all(fs);
     int first = super_close_all(fs);
     int rc = super_mark_clean(fs);

@@ -22,6 +22,8 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
@@ -177,6 +179,43 @@ int tfs_teardown(void **state);
     if (t_rc_ != t_want_) fail_msg("%s = %lld, want %s = %lld (%s)", #x, \
         t_rc_, #want, t_want_, ubj_errormsg()); \
 } while (0)
+
+/* ---- modes and threads (tmode.c) ------------------------------------- */
+
+/* One mount of a fresh 64 MiB RAM image in a named mode. */
+struct tmount {
+    struct ubj_bdev *dev;
+    struct ubj_fs *fs;
+    char region[128];        /* mode ubj: its NVM region file, else "" */
+    struct ubj_config cfg;
+};
+/* tm_modes -- every mode a concurrency test runs in: none, ubj, ordered,
+ * journal, writeback, trial (with its hooks). */
+#define TM_NMODES 6
+extern const char *const tm_modes[TM_NMODES];
+/* tm_all_modes -- call one(mode, arg, why, sizeof why) for each of
+ * tm_modes (*phase = its index first, for a watchdog's message, unless
+ * NULL); one writes a failure into why or leaves it "".  Prints each
+ * failure and fails the test with the first. */
+void tm_all_modes(void (*one)(const char *m, void *arg, char *why, size_t wn),
+                  void *arg, volatile sig_atomic_t *phase);
+/* tm_mount -- format and mount in mode m ("trial": with its hooks,
+ * UBJ_TRIAL_HOOKS=1) with nbufs cache buffers and the commit timer every
+ * interval_ms; fails the test on error. */
+void tm_mount(struct tmount *tm, const char *m, uint32_t nbufs,
+              uint32_t interval_ms);
+/* tm_readahead -- the read path of the next tm_mount calls
+ * (ubj_config.readahead; NULL, the default: the library's). */
+extern const char *tm_readahead;
+/* tm_done -- unmount, fsck must be clean, destroy (the region too). */
+void tm_done(struct tmount *tm, const char *m);
+/* tdeadline_in -- now + ms on CLOCK_REALTIME (pthread condvars' clock). */
+struct timespec tdeadline_in(long ms);
+/* tflag_wait -- wait up to ms for *flag, read under m and signalled on
+ * cv; returns its value then (0: timed out). */
+int tflag_wait(pthread_mutex_t *m, pthread_cond_t *cv, const int *flag, long ms);
+/* tflag_set -- *flag = 1 under m, and broadcast cv. */
+void tflag_set(pthread_mutex_t *m, pthread_cond_t *cv, int *flag);
 
 /* ---- misc -------------------------------------------------------------- */
 

@@ -55,9 +55,8 @@
 #define ROUNDS 150
 #define MAXLEN (20 * 1024)
 
-static const char *const modes[] = { "none", "ubj", "ordered", "journal",
-                                     "writeback", "trial" };
-#define NMODES (sizeof modes / sizeof modes[0])
+#define modes tm_modes
+#define NMODES TM_NMODES
 
 static volatile sig_atomic_t phase_mode = -1;   /* for the watchdog's message */
 
@@ -73,57 +72,6 @@ static void watchdog(int sig)
     }
     (void)!write(2, "\n", 1);
     _exit(1);
-}
-
-/* ---- mounting one mode ------------------------------------------------------- */
-
-struct tmount {
-    struct ubj_bdev *dev;
-    struct ubj_fs *fs;
-    char region[128];
-    struct ubj_config cfg;
-};
-
-/* tm_mount -- a fresh image in mode m, a cache of nbufs buffers, the timer
- * every interval_ms. */
-static void tm_mount(struct tmount *tm, const char *m, uint32_t nbufs,
-                     uint32_t interval_ms)
-{
-    memset(tm, 0, sizeof *tm);
-    bool ubj = strcmp(m, "ubj") == 0;
-    if (strcmp(m, "trial") == 0)
-        setenv("UBJ_TRIAL_HOOKS", "1", 1);
-    else
-        unsetenv("UBJ_TRIAL_HOOKS");
-    assert_int_equal(ubj_bdev_ram_create(16384, &tm->dev), 0);
-    struct ubj_format_opts fo = { .mode = m, .inodes = 4096,
-                                  .flags = UBJ_FORMAT_ZEROED };
-    assert_ok(ubj_format(tm->dev, &fo));
-    tm->cfg = (struct ubj_config){ .mode = m, .cache_blocks = nbufs,
-                                   .commit_interval_ms = interval_ms };
-    if (ubj) {
-        snprintf(tm->region, sizeof tm->region, "/tmp/ubj-handles-%d.nvm", (int)getpid());
-        unlink(tm->region);
-        tm->cfg.nvm_path = tm->region;
-        tm->cfg.nvm_flags = UBJ_NVM_FORMAT;
-    }
-    if (ubj_mount(tm->dev, &tm->cfg, &tm->fs) != 0)
-        fail_msg("mount in mode %s: %s", m, ubj_errormsg());
-}
-
-/* tm_done -- unmount, fsck clean, destroy. */
-static void tm_done(struct tmount *tm, const char *m)
-{
-    if (ubj_unmount(tm->fs) != 0)
-        fail_msg("unmount in mode %s: %s", m, ubj_errormsg());
-    int lines = 0;
-    int rc = ubj_test_check(tm->dev, 0, &lines);
-    if (rc != UBJ_CHECK_CLEAN)
-        fail_msg("mode %s: fsck %d (%d lines)", m, rc, lines);
-    ubj_bdev_destroy(tm->dev);
-    if (tm->region[0])
-        unlink(tm->region);
-    unsetenv("UBJ_TRIAL_HOOKS");
 }
 
 /* ---- the parked handle ----------------------------------------------------------- */
@@ -204,42 +152,6 @@ static void *thread_b(void *arg)
     return NULL;
 }
 
-/* deadline_in -- now + ms on CLOCK_REALTIME (the condvars' clock). */
-static struct timespec deadline_in(long ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
-/* flag_wait -- wait up to ms for *flag (under m, signalled on cv); its
- * value. */
-static int flag_wait(pthread_mutex_t *m, pthread_cond_t *cv, const int *flag, long ms)
-{
-    pthread_mutex_lock(m);
-    struct timespec dl = deadline_in(ms);
-    while (!*flag && pthread_cond_timedwait(cv, m, &dl) == 0)
-        ;
-    int v = *flag;
-    pthread_mutex_unlock(m);
-    return v;
-}
-
-/* flag_set -- *flag := 1 under m; wake the waiters on cv. */
-static void flag_set(pthread_mutex_t *m, pthread_cond_t *cv, int *flag)
-{
-    pthread_mutex_lock(m);
-    *flag = 1;
-    pthread_cond_broadcast(cv);
-    pthread_mutex_unlock(m);
-}
-
 /* b_waiting -- B is waiting in the handle layer (the timer is off, so
  * the waiter can only be B): in the barrier (fsync), or at its start
  * (credits: for room, or for its start's commit). */
@@ -286,7 +198,7 @@ static void park_one(const char *m, enum pair pair, char *why, size_t whysz)
     pthread_t a, b;
     int arc = -1;
     assert_int_equal(pthread_create(&a, NULL, thread_a, &arc), 0);
-    assert_true(flag_wait(&P.m, &P.cv, &P.parked, WAIT_MS));
+    assert_true(tflag_wait(&P.m, &P.cv, &P.parked, WAIT_MS));
     assert_int_equal(pthread_create(&b, NULL, thread_b, NULL), 0);
     /* B either waits (right) or returns (wrong) */
     for (int i = 0; i < WAIT_MS && !b_waiting(tm.fs, pair) && !b_done(); i++)
@@ -333,21 +245,16 @@ static void park_one(const char *m, enum pair pair, char *why, size_t whysz)
     tm_done(&tm, m);
 }
 
+/* park_mode -- tm_all_modes' callback: pair *(enum pair *)arg in mode m. */
+static void park_mode(const char *m, void *arg, char *why, size_t wn)
+{
+    park_one(m, *(enum pair *)arg, why, wn);
+}
+
 /* park_all -- pair `pair` in every mode; fails with the first message. */
 static void park_all(enum pair pair)
 {
-    char why[256], first[256] = "";
-    for (size_t i = 0; i < NMODES; i++) {
-        phase_mode = (sig_atomic_t)i;
-        park_one(modes[i], pair, why, sizeof why);
-        if (why[0] != '\0') {
-            fprintf(stderr, "%s\n", why);
-            if (first[0] == '\0')
-                snprintf(first, sizeof first, "%s", why);
-        }
-    }
-    if (first[0] != '\0')
-        fail_msg("%s", first);
+    tm_all_modes(park_mode, &pair, &phase_mode);
 }
 
 /* test_fsync_waits_for_parked_handle -- every mode (see the top). */
@@ -420,7 +327,7 @@ static void *stab_m(void *arg)
 {
     (void)arg;
     S.m_n = ubj_pwrite(S.fs, S.ino, S.want, UBJ_BS, 0);
-    flag_set(&S.m, &S.cv, &S.m_done);   /* publishes m_n too */
+    tflag_set(&S.m, &S.cv, &S.m_done);   /* publishes m_n too */
     return NULL;
 }
 
@@ -475,11 +382,11 @@ static void stable_one(const char *m, bool frozen, char *why, size_t whysz)
     ubj_cache_test_write_hook(stab_hook, NULL);
     pthread_t w, mt;
     assert_int_equal(pthread_create(&w, NULL, stab_w, NULL), 0);
-    assert_true(flag_wait(&S.m, &S.cv, &S.parked, WAIT_MS));
+    assert_true(tflag_wait(&S.m, &S.cv, &S.parked, WAIT_MS));
     assert_int_equal(pthread_create(&mt, NULL, stab_m, NULL), 0);
     /* in place: M waits (300 ms tell); on a copy: M returns */
-    int during = flag_wait(&S.m, &S.cv, &S.m_done, frozen ? WAIT_MS : 300);
-    flag_set(&S.m, &S.cv, &S.release);
+    int during = tflag_wait(&S.m, &S.cv, &S.m_done, frozen ? WAIT_MS : 300);
+    tflag_set(&S.m, &S.cv, &S.release);
     pthread_join(w, NULL);
     pthread_join(mt, NULL);
     ubj_cache_test_write_hook(NULL, NULL);
