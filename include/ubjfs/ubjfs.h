@@ -92,6 +92,9 @@ int ubj_format(struct ubj_bdev *dev, const struct ubj_format_opts *opts);
  * leaves the mount read-only, as below.  Costs about one fsck -n
  * (docs/USAGE.md, "-o scrub"). */
 #define UBJ_MOUNT_SCRUB    0x4u
+/* Never change atime on reads (mount -o noatime; without it: relatime,
+ * as Linux's default).  setattr still sets it when asked (touch -a). */
+#define UBJ_MOUNT_NOATIME  0x8u
 
 struct ubj_config {
     uint32_t version;             /* 0 */

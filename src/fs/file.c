@@ -115,10 +115,13 @@ static bool file_ts_le(int64_t s1, uint32_t n1, int64_t s2, uint32_t n2)
 }
 
 /* file_atime -- relatime: update atime if it is not after mtime or ctime,
- * or older than a day (Linux's relatime_need_update).  Errors are ignored
+ * or older than a day (Linux's relatime_need_update); never under
+ * UBJ_MOUNT_NOATIME.  Errors are ignored
  * (the read succeeded), as Linux's touch_atime. */
 static void file_atime(struct ubj_fs *fs, struct fs_iref *r)
 {
+    if (fs->flags & UBJ_MOUNT_NOATIME)
+        return;
     const struct ubj_inode *ip = r->ip;
     struct timespec now;
     if (fs->flags & UBJ_MOUNT_RDONLY || fs->error)

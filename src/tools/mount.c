@@ -74,6 +74,7 @@ struct mount_args {
     uint64_t cache_bytes;                /* 0: the library's default */
     uint32_t commit_ms;                  /* 0: the library's default */
     bool foreground, debug, format_nvm, scrub;
+    bool noatime;                        /* -o noatime: also the daemon's reads */
     struct ubj_fuse_opts fo;
     char *fuse_opts;                     /* -o options left for libfuse */
     char **o_copies;                     /* each -o argument, split in place:
@@ -139,7 +140,8 @@ static void mount_usage(void)
            "                         not given, abort and sanitizer reports\n"
            "  -o OPT[,OPT...]        mount options: FUSE's (allow_other, allow_root,\n"
            "                         nosuid, nodev, noexec, noatime, auto_unmount,\n"
-           "                         fsname=NAME, max_read=N, ...) and these:\n"
+           "                         fsname=NAME, max_read=N, ...; noatime also stops\n"
+           "                         ubjfs's own relatime updates) and these:\n"
            "      writeback_cache    the kernel caches writes and sends them later\n"
            "                         (ENOSPC still fails write(2); slower in mode ubj)\n"
            "      no_writeback_cache\n"
@@ -238,6 +240,13 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         a->fo.rdonly = false;
     else if (MOUNT_KEY("scrub") && !v)
         a->scrub = true;
+    else if ((MOUNT_KEY("noatime") || MOUNT_KEY("atime") || MOUNT_KEY("relatime") ||
+              MOUNT_KEY("strictatime")) && !v) {
+        /* the kernel's mount flag (forwarded to libfuse) and the daemon's
+         * own relatime on READ, which the kernel's flag does not reach */
+        a->noatime = MOUNT_KEY("noatime");
+        return 0;
+    }
     else if (MOUNT_KEY("debug") && !v)
         a->debug = a->foreground = true;
     else if (MOUNT_KEY("default_permissions") && !v)
@@ -686,6 +695,7 @@ static int mount_start(struct mount_args *a, struct mount_run *m)
     cfg.cache_blocks = (uint32_t)(a->cache_bytes / 4096);
     cfg.commit_interval_ms = a->commit_ms;
     cfg.flags = (a->fo.rdonly ? UBJ_MOUNT_RDONLY : 0u) |
+                (a->noatime ? UBJ_MOUNT_NOATIME : 0u) |
                 (a->scrub ? UBJ_MOUNT_SCRUB : 0u);
     cfg.nvm_path = a->nvm;
     cfg.nvm_flags = a->format_nvm ? UBJ_NVM_FORMAT : 0u;

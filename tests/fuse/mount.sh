@@ -3,7 +3,8 @@
 # mounted), mount errors reported before detaching (exit 1, no daemon
 # left), a second mount of the same image refused, fusermount3 -u /
 # SIGTERM / SIGINT unmount cleanly (daemon exits 0, fsck clean, data kept),
-# read-only mounts, --log, and the help text.
+# read-only mounts, -o noatime (the daemon's relatime too), --log, and
+# the help text.
 . "$(dirname "$0")/fuselib.bash"
 fl_init
 
@@ -192,6 +193,23 @@ if touch "$mnt/new" 2>"$T/out"; then fl_fail "wrote to a read-only mount"; fi
 grep -q "Read-only file system" "$T/out" || fl_fail "read-only error: $(cat "$T/out")"
 fl_umount "$mnt"
 [ "$(md5sum <"$img")" = "$before" ] || fl_fail "a read-only mount changed the image"
+# -o noatime reaches the daemon's own relatime too (the kernel's flag
+# does not: READs carry no atime), so a first read of a new file leaves
+# its atime; without it relatime moves it.  Read back from the image.
+atime_of() { "$UBJ" stat "$img:/$1" | awk '$1 == "Access:" && $2 ~ /^[0-9]/ { print $2, $3 }'; }
+echo fresh >"$T/fresh"
+"$UBJ" cp "$T/fresh" "$img:/na"
+"$UBJ" cp "$T/fresh" "$img:/ra"
+na0=$(atime_of na) ra0=$(atime_of ra)
+sleep 0.01
+fl_mount "$img" "$mnt" none -o noatime
+cat "$mnt/na" >/dev/null
+fl_umount "$mnt"
+[ "$(atime_of na)" = "$na0" ] || fl_fail "-o noatime: a read moved atime ($na0 -> $(atime_of na))"
+fl_mount "$img" "$mnt" none
+cat "$mnt/ra" >/dev/null
+fl_umount "$mnt"
+[ "$(atime_of ra)" != "$ra0" ] || fl_fail "relatime: a first read after the write left atime at $ra0"
 # mode ubj: a region in use by one mount is refused to a second image
 if fl_mode_built ubj; then
   fl_mkfs "$T/a.img" 32M ubj

@@ -3,7 +3,7 @@
  * offsets against a model, holes, a sparse file at 1 TiB, truncate shrink
  * then extend (zeros in the gap), ENOSPC short writes, EFBIG, argument and
  * type errors, O_TRUNC, privilege clearing on write and chown, setattr,
- * relatime, read-only mounts, remount, the read path's device requests
+ * relatime, noatime, read-only mounts, remount, the read path's device requests
  * (ubj_config.readahead off-page / off), open-but-unlinked files, fsync.
  * Every test ends with a clean ubj_check (tfs_teardown).
  */
@@ -401,6 +401,31 @@ static void test_relatime(void **state)
     assert_true(t_stat(fs, ino).atime.tv_sec >= now.tv_sec);
 }
 
+/* test_noatime -- UBJ_MOUNT_NOATIME: a read whose atime relatime would
+ * update (after a write; a day old) leaves it; setattr still sets it. */
+static void test_noatime(void **state)
+{
+    struct tfs *t = TFS(state);
+    ubj_ino_t ino = t_file(t->fs, "na", 0644);
+    char c;
+    assert_rc(ubj_pwrite(t->fs, ino, "x", 1, 0), 1);
+    struct ubj_setattr sa = { .valid = UBJ_SET_ATIME, .atime = { 1000, 0 } };
+    assert_ok(ubj_setattr(t->fs, ino, &sa, NULL));
+    assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    assert_ok(ubj_test_mount(t->dev, UBJ_MOUNT_NOATIME, &t->fs));
+    assert_rc(ubj_pread(t->fs, ino, &c, 1, 0), 1);
+    struct ubj_stat st = t_stat(t->fs, ino);
+    assert_int_equal(st.atime.tv_sec, 1000);          /* relatime would move it */
+    sa.atime.tv_sec = 2000;
+    assert_ok(ubj_setattr(t->fs, ino, &sa, NULL));
+    assert_int_equal(t_stat(t->fs, ino).atime.tv_sec, 2000);
+    assert_ok(ubj_unmount(t->fs));
+    assert_ok(ubj_test_mount(t->dev, 0, &t->fs));     /* relatime again */
+    assert_rc(ubj_pread(t->fs, ino, &c, 1, 0), 1);
+    assert_true(t_stat(t->fs, ino).atime.tv_sec > 2000);
+}
+
 /* test_rdonly -- a read-only mount reads but refuses every change and
  * leaves atime alone. */
 static void test_rdonly(void **state)
@@ -564,6 +589,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_privs, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_setattr, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_relatime, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_noatime, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_rdonly, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_read_path, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_unlinked_open, tfs_setup, tfs_teardown),
