@@ -504,6 +504,7 @@ static int run_format_mount(struct bh_run *r)
         .flags = virt ? UBJ_MOUNT_NO_TIMER : 0u,
         .now = virt ? run_now : NULL,
         .now_ctx = r,
+        .readahead = cfg->readahead,
     };
     if (bh_nvm(cfg->mode)) {
         rc = run_nvm_dir(r);

@@ -70,6 +70,9 @@ struct bh_config {
                                     (leaf: RAM of image_blocks); NULL = "ram" */
     const char *nvm_profile;     /* mode ubj: "dram", "sttmram", "pcm";
                                     NULL = "dram" */
+    const char *readahead;       /* ubj_config.readahead: the read path
+                                    ("off-page", "off"); NULL = the
+                                    library's (off-page) */
     uint32_t cache_blocks;       /* buffers (4 KiB); 0 = 4096 (16 MiB) */
     uint64_t image_blocks;       /* 0 = 65536 (256 MiB) */
     uint32_t commit_interval_ms; /* 0 = 5000 */

@@ -432,6 +432,7 @@ static void bout_json_config(FILE *f, const struct tools_bout_meta *m)
     bout_json_ku64(f, "image_blocks", m->image_blocks);
     bout_json_ku64(f, "commit_interval_ms", m->commit_interval_ms);
     bout_json_kstr(f, "nvm_profile", m->nvm_profile);
+    bout_json_kstr(f, "readahead", m->readahead);
     bout_json_ku64(f, "op_cpu_ns", m->op_cpu_ns);
     fprintf(f, "\"final_sync\": %s, ", m->final_sync ? "true" : "false");
     fputs("\"wall_s\": ", f);

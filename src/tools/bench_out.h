@@ -43,6 +43,7 @@ struct tools_bout_meta {
     uint64_t image_blocks;
     uint32_t commit_interval_ms;
     const char *nvm_profile;
+    const char *readahead;          /* the read path: "off-page" (default), "off" */
     double wall_s;          /* host seconds of the whole invocation */
     uint64_t op_cpu_ns;     /* CPU ns charged per file-system call */
     bool final_sync;        /* elapsed time includes the final sync */

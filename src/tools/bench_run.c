@@ -61,6 +61,7 @@ struct brun_args {
     bool headline, quick, quiet, no_plot;
     struct brun_list wl, modes, devs;
     const char *nvm_profile, *kv, *trace_out, *trace_in;
+    const char *readahead;     /* --readahead: the read path (NULL: off-page) */
     const char *csv, *json, *plot, *results;
     uint32_t cache_blocks, commit_ms;
     uint64_t image_blocks, ops, think_ns, seed, op_cpu_ns;
@@ -119,6 +120,9 @@ static void brun_usage(void)
            "                        queue:clook@hdd:modern7200 (fcfs, clook, sptf)\n"
            "                        (repeatable; default ssd:sata and hdd:modern7200)\n"
            "      --nvm-profile P   NVM of mode ubj: dram (default), sttmram, pcm\n"
+           "      --readahead P     the read path: off-page (default: a device\n"
+           "                        request per missing block) or off (one per run\n"
+           "                        of missing blocks of a call; docs/READAHEAD.md)\n"
            "      --cache SIZE      buffer cache (default 16M; K/M/G suffixes)\n"
            "      --image SIZE      image size (default 256M)\n"
            "      --commit-interval MS  commit interval (default 5000)\n"
@@ -247,7 +251,7 @@ static int brun_u64(const char *opt, const char *s, uint64_t min, uint64_t max, 
 }
 
 enum {
-    BO_NVM = 256, BO_CACHE, BO_IMAGE, BO_COMMIT, BO_SCALE, BO_PROCS, BO_OPS, BO_THINK,
+    BO_NVM = 256, BO_RA, BO_CACHE, BO_IMAGE, BO_COMMIT, BO_SCALE, BO_PROCS, BO_OPS, BO_THINK,
     BO_KV, BO_SEED, BO_CLOCK, BO_TOUT, BO_TIN, BO_CSV, BO_JSON, BO_PLOT, BO_RESULTS,
     BO_NOPLOT, BO_QUICK, BO_HELP, BO_OPCPU, BO_NOSYNC,
 };
@@ -258,6 +262,7 @@ static const struct option brun_lopts[] = {
     { "device", required_argument, NULL, 'd' },
     { "quiet", no_argument, NULL, 'q' },
     { "nvm-profile", required_argument, NULL, BO_NVM },
+    { "readahead", required_argument, NULL, BO_RA },
     { "cache", required_argument, NULL, BO_CACHE },
     { "image", required_argument, NULL, BO_IMAGE },
     { "commit-interval", required_argument, NULL, BO_COMMIT },
@@ -337,6 +342,12 @@ static int brun_opt_str(struct brun_args *a, int c, char *arg)
     case 'd': return brun_add(&a->devs, arg, false, "device");
     case 'q': a->quiet = true; return 0;
     case BO_NVM: a->nvm_profile = arg; return 0;
+    case BO_RA:
+        if (strcmp(arg, "off") != 0 && strcmp(arg, "off-page") != 0)
+            return tools_usage_err("bad --readahead '%s' (off-page or off; the "
+                                   "read-ahead policies come with issue 19's engine)", arg);
+        a->readahead = arg;
+        return 0;
     case BO_KV:
         if (a->kv != NULL)
             return tools_usage_err("--kv given twice: give its pairs once, comma-separated");
@@ -546,6 +557,7 @@ static int brun_one(const struct brun_args *a, const char *w, const char *m, con
     row->clock = a->clock == UBJ_CLOCK_REAL ? "real" : "virtual";
     struct bh_config cfg = {
         .workload = w, .mode = m, .device = d, .nvm_profile = a->nvm_profile,
+        .readahead = a->readahead,
         .cache_blocks = a->cache_blocks, .image_blocks = a->image_blocks,
         .commit_interval_ms = a->commit_ms, .clock = a->clock,
         .params = { .procs = a->procs, .ops = row->ops_asked, .scale = row->scale,
@@ -598,6 +610,8 @@ static void brun_banner(FILE *f, const struct brun_args *a)
             a->wl.n, a->wl.n == 1 ? "" : "s", a->modes.n, a->modes.n == 1 ? "" : "s",
             a->devs.n, a->devs.n == 1 ? "" : "s",
             a->clock == UBJ_CLOCK_REAL ? "real" : "virtual", (unsigned long long)a->seed);
+    if (a->readahead != NULL)
+        fprintf(f, "read path: %s (--readahead)\n", a->readahead);
     fputs("scale:", f);
     for (size_t i = 0; i < a->wl.n; i++) {
         double s;
@@ -802,6 +816,7 @@ static void brun_meta(const struct brun_args *a, struct tools_bout_meta *m, doub
     m->image_blocks = a->image_blocks ? a->image_blocks : BH_DEFAULT_IMAGE_BLOCKS;
     m->commit_interval_ms = a->commit_ms ? a->commit_ms : BH_DEFAULT_COMMIT_MS;
     m->nvm_profile = a->nvm_profile ? a->nvm_profile : BH_DEFAULT_NVM_PROFILE;
+    m->readahead = a->readahead ? a->readahead : "off-page";
     m->wall_s = wall_s;
     m->op_cpu_ns = a->op_cpu_ns;
     m->final_sync = !a->no_final_sync;

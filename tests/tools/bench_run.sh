@@ -58,7 +58,8 @@ doc = json.load(open(sys.argv[1]))
 rows, cols = int(sys.argv[2]), sys.argv[3].split(",")
 assert doc["schema"] == "ubjfs-bench/2"
 for k in ("command", "clock", "seed", "procs", "think_ns", "cache_blocks",
-          "image_blocks", "commit_interval_ms", "nvm_profile", "op_cpu_ns", "final_sync", "wall_s"):
+          "image_blocks", "commit_interval_ms", "nvm_profile", "readahead", "op_cpu_ns",
+          "final_sync", "wall_s"):
     assert k in doc["config"], k
 assert len(doc["results"]) == rows, len(doc["results"])
 c = doc["config"]
@@ -137,6 +138,20 @@ check_csv "$tmp/a.csv" 4
 check_json "$tmp/a.json" 4
 run 0 "$UBJ_TOOL" bench "${one[@]}" --csv "$tmp/b.csv"
 cmp -s "$tmp/a.csv" "$tmp/b.csv" || fail "two runs with the same seed differ: $(diff "$tmp/a.csv" "$tmp/b.csv" | head -5)"
+# --readahead off: the read path is named in the banner and the JSON, and
+# a cold sequential read (iozone) costs fewer device requests than off-page
+ra=(run -w iozone -m none -d ssd:sata --scale 0.5 --cache 4M -q)
+run 0 "$UBJ_TOOL" bench "${ra[@]}" --csv "$tmp/ra-page.csv" --json "$tmp/ra-page.json"
+grep -q "^read path:" "$tmp/out" && fail "a read path line without --readahead"
+run 0 "$UBJ_TOOL" bench "${ra[@]}" --readahead off --csv "$tmp/ra-off.csv" --json "$tmp/ra-off.json"
+grep -q "^read path: off (--readahead)" "$tmp/out" || fail "no read path line: $(head -n 3 "$tmp/out")"
+python3 - "$tmp/ra-page.json" "$tmp/ra-off.json" <<'PY' || fail "--readahead off: not fewer, cheaper reads"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["config"]["readahead"] == "off-page" and b["config"]["readahead"] == "off"
+ra, rb = a["results"][0], b["results"][0]
+assert rb["elapsed_ns"] < ra["elapsed_ns"], (ra["elapsed_ns"], rb["elapsed_ns"])
+PY
 run 0 "$UBJ_TOOL" bench "${one[@]}" --csv "$tmp/c.csv" --seed 2
 cmp -s "$tmp/a.csv" "$tmp/c.csv" && fail "seeds 1 and 2 gave identical counters"
 if command -v gnuplot >/dev/null; then
@@ -178,6 +193,7 @@ done
 for bad in "run --bogus" "run -w nosuch" "run -m nosuch" "run -d nosuch:x" "run -d ssd:nosuch" \
            "run --scale 0" "run --scale x" "run --ops 0" "run --think 5h" "run --clock wall" \
            "run --cache 1K" "run --nvm-profile nosuch" "run extra" "run --quick" \
+           "run --readahead linux" "run --readahead" \
            "run --trace-out $tmp/t" "run -w postmark,varmail --trace-in $tmp/t" \
            "headline --results" "--quick --seed x" "run -w" "run --kv nosuch=1" \
            "run -w postmark,iozone --kv files=10" "--quick --kv nosuch=1" \
