@@ -114,7 +114,7 @@ crash_run() {
   appender "$mnt/log" "$T/log.ack" &
   local ap=$!
   sleep "$((2 + RANDOM % 3))"
-  fl_kill9 "$mnt"
+  fl_kill9 "$mnt" "$sp" "$ap"
   wait "$sp" 2>/dev/null || true
   wait "$ap" 2>/dev/null || true
   if [ "$mode" = ubj ]; then

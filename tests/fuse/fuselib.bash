@@ -17,7 +17,8 @@
 #                           (the daemon's stderr goes to $T/daemon.MNT.log,
 #                           printed when the test fails)
 #   fl_umount MNT           fusermount3 -u; wait for the daemon to exit 0
-#   fl_kill9 MNT            kill -9 the daemon, detach the dead mount
+#   fl_kill9 MNT [PID...]   kill -9 the daemon, wait for the writers PID...
+#                           to fail, detach the dead mount
 #   fl_fsck IMG             fsck -n must say clean (exit 0)
 #   fl_sqlite_dirsync_gap LOG DIR
 #                           did sqlite3 (traced into LOG) acknowledge its
@@ -190,11 +191,23 @@ fl_umount() {
   unset "FL_PID[$mnt]"
 }
 
-# fl_kill9 MNT -- crash the daemon; detach the dead mount
+# fl_kill9 MNT [WRITER_PID...] -- crash the daemon; wait for the writers
+# (processes of the test that write through MNT), which fail on the dead
+# mount, to end; only then detach it.  A writer still running after the
+# detach finds no mount at its next open and writes on into the
+# directory beneath, for as long as its loop lasts (fuse_crash under ASan
+# ran into the CTest timeout so, its appender at record 50 000).
 fl_kill9() {
-  local mnt=$1 pid=${FL_PID[$1]}
+  local mnt=$1 pid=${FL_PID[$1]} w
+  shift
   kill -9 "$pid"
   fl_wait_gone "$pid" 30 || { echo "FAIL: pid $pid survived kill -9"; exit 1; }
+  for w in "$@"; do
+    fl_wait_gone "$w" 30 && continue
+    kill -9 "$w" 2>/dev/null || true
+    echo "FAIL: writer $w still running 30 s after the daemon died (not writing through $mnt?)"
+    exit 1
+  done
   fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
   unset "FL_PID[$mnt]"
 }

@@ -196,7 +196,7 @@ if [ -n "$mode" ]; then
     done ) &
   wpid=$!
   sleep 2
-  fl_kill9 "$mnt"
+  fl_kill9 "$mnt" "$wpid"
   wait "$wpid" 2>/dev/null || true
   last=$(tail -n 1 "$T/acked")
   last=${last:-0}
