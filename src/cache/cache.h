@@ -358,7 +358,8 @@ int ubj_cache_get_run_unlocking(struct ubj_cache *c, uint64_t blkno, uint32_t n,
 
 /*
  * ubj_cache_wait_unlocked -- the caller holds `outer`: wait until no
- * ubj_cache_get_unlocking call that released `outer` is still outside it
+ * ubj_cache_get_unlocking or ubj_cache_get_run_unlocking call that
+ * released `outer` is still outside it
  * (each has retaken it and returned, or waits to), releasing `outer`
  * meanwhile.  For a teardown (ubj_unmount) that must not free what such
  * a reader will touch.  Never fails; thread-safe.

@@ -336,6 +336,17 @@ bool fs_rd_again(struct fs_rd *rd, int rc)
     return true;
 }
 
+/* meta_rd_changed -- after the lock was off for rd's read: did anything
+ * change (fs->gen moved; never under the broken variant no-revalidate)? */
+static bool meta_rd_changed(const struct ubj_fs *fs, const struct fs_rd *rd)
+{
+    bool changed = fs->gen != rd->gen0;
+#if UBJ_TEST_HOOKS
+    changed = changed && !meta_no_revalidate;
+#endif
+    return changed;
+}
+
 /* fs_get_read -- a block for the running read operation (fs.h). */
 int fs_get_read(struct ubj_fs *fs, uint64_t blkno, struct ubj_buf **out)
 {
@@ -343,14 +354,8 @@ int fs_get_read(struct ubj_fs *fs, uint64_t blkno, struct ubj_buf **out)
     if (rd == NULL || rd->fs != fs)
         return ubj_cache_get(fs->cache, blkno, 0, out);
     int rc = ubj_cache_get_unlocking(fs->cache, blkno, 0, &fs->lock, out);
-    if (rc <= 0)
-        return rc;
-    bool changed = fs->gen != rd->gen0;
-#if UBJ_TEST_HOOKS
-    changed = changed && !meta_no_revalidate;
-#endif
-    if (!changed)
-        return 0;
+    if (rc <= 0 || !meta_rd_changed(fs, rd))
+        return rc < 0 ? rc : 0;
     ubj_cache_put(fs->cache, *out);
     *out = NULL;
     return FS_RESTART;
@@ -364,13 +369,7 @@ int fs_get_read_run(struct ubj_fs *fs, uint64_t blkno, uint32_t n, struct ubj_bu
         return ubj_cache_get_run(fs->cache, blkno, n, out);
     bool dropped;
     int k = ubj_cache_get_run_unlocking(fs->cache, blkno, n, &fs->lock, &dropped, out);
-    if (k < 0 || !dropped)
-        return k;
-    bool changed = fs->gen != rd->gen0;
-#if UBJ_TEST_HOOKS
-    changed = changed && !meta_no_revalidate;
-#endif
-    if (!changed)
+    if (k < 0 || !dropped || !meta_rd_changed(fs, rd))
         return k;
     for (int i = 0; i < k; i++)
         ubj_cache_put(fs->cache, out[i]);

@@ -275,11 +275,6 @@ static const char *const ra_names[] = {
     [FS_RA_LINUX] = "linux", [FS_RA_LINUX_2013] = "linux-2013",
 };
 
-const char *fs_ra_policy_name(enum fs_ra_policy pol)
-{
-    return (unsigned)pol < sizeof ra_names / sizeof ra_names[0] ? ra_names[pol] : "?";
-}
-
 int fs_ra_policy_parse(const char *name, enum fs_ra_policy *pol, uint32_t *ra_pages)
 {
     static const char accepted[] = "off-page, off, linux[:KIB] or linux-2013[:KIB]";

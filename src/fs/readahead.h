@@ -120,9 +120,6 @@ bool fs_ra_seq_miss(const struct fs_ra_state *ra, enum fs_ra_policy pol,
  */
 int fs_ra_policy_parse(const char *name, enum fs_ra_policy *pol, uint32_t *ra_pages);
 
-/* fs_ra_policy_name -- the name of `pol` ("off-page", ...). */
-const char *fs_ra_policy_name(enum fs_ra_policy pol);
-
 /* Linux's get_init_ra_size and get_next_ra_size (pages). */
 uint32_t fs_ra_init_size(uint32_t req, uint32_t max);
 uint32_t fs_ra_next_size(uint32_t cur, uint32_t max);

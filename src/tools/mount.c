@@ -240,13 +240,16 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         a->fo.rdonly = false;
     else if (MOUNT_KEY("scrub") && !v)
         a->scrub = true;
-    else if ((MOUNT_KEY("noatime") || MOUNT_KEY("atime") || MOUNT_KEY("relatime") ||
-              MOUNT_KEY("strictatime")) && !v) {
+    else if ((MOUNT_KEY("noatime") || MOUNT_KEY("atime")) && !v) {
         /* the kernel's mount flag (forwarded to libfuse) and the daemon's
          * own relatime on READ, which the kernel's flag does not reach */
         a->noatime = MOUNT_KEY("noatime");
         return 0;
-    }
+    } else if (MOUNT_KEY("relatime") && !v)
+        a->noatime = false;             /* what the daemon does: libfuse has no such option */
+    else if (MOUNT_KEY("strictatime"))
+        return tools_usage_err("-o strictatime: ubjfs has no strict atime "
+                               "(relatime, the default, or noatime)");
     else if (MOUNT_KEY("debug") && !v)
         a->debug = a->foreground = true;
     else if (MOUNT_KEY("default_permissions") && !v)

@@ -216,6 +216,10 @@ struct timespec tdeadline_in(long ms);
 int tflag_wait(pthread_mutex_t *m, pthread_cond_t *cv, const int *flag, long ms);
 /* tflag_set -- *flag = 1 under m, and broadcast cv. */
 void tflag_set(pthread_mutex_t *m, pthread_cond_t *cv, int *flag);
+/* tflag_park_locked -- with m held: *parked = 1, broadcast cv, then wait
+ * on cv until *release (a test hook parking its thread). */
+void tflag_park_locked(pthread_mutex_t *m, pthread_cond_t *cv, int *parked,
+                       const int *release);
 
 /* ---- misc -------------------------------------------------------------- */
 

@@ -110,6 +110,16 @@ int tflag_wait(pthread_mutex_t *m, pthread_cond_t *cv, const int *flag, long ms)
     return v;
 }
 
+/* tflag_park_locked -- announce the park, wait for the release (m held). */
+void tflag_park_locked(pthread_mutex_t *m, pthread_cond_t *cv, int *parked,
+                       const int *release)
+{
+    *parked = 1;
+    pthread_cond_broadcast(cv);
+    while (!*release)
+        pthread_cond_wait(cv, m);
+}
+
 /* tflag_set -- *flag := 1 under m; wake the waiters on cv. */
 void tflag_set(pthread_mutex_t *m, pthread_cond_t *cv, int *flag)
 {

@@ -303,10 +303,7 @@ static void stab_hook(void *arg, struct ubj_cache *c, struct ubj_buf *b)
     pthread_mutex_lock(&S.m);
     if (b == S.b && !S.parked) {
         memcpy(S.at_park, b->data, UBJ_BS);
-        S.parked = 1;
-        pthread_cond_broadcast(&S.cv);
-        while (!S.release)
-            pthread_cond_wait(&S.cv, &S.m);
+        tflag_park_locked(&S.m, &S.cv, &S.parked, &S.release);
     }
     pthread_mutex_unlock(&S.m);
 }

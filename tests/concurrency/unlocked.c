@@ -87,10 +87,7 @@ static void read_hook(void *arg, struct ubj_cache *c, uint64_t blkno)
     pthread_mutex_lock(&P.m);
     if (P.armed) {
         P.armed = 0;
-        P.parked = 1;
-        pthread_cond_broadcast(&P.cv);
-        while (!P.release)
-            pthread_cond_wait(&P.cv, &P.m);
+        tflag_park_locked(&P.m, &P.cv, &P.parked, &P.release);
     }
     pthread_mutex_unlock(&P.m);
 }
@@ -296,18 +293,25 @@ static void run_all(void (*one)(const char *, char *, size_t), const char *brk,
     set(false);
 }
 
-/* test_stat_while_read_parked -- every mode (see the top), for both read
- * paths: off-page (one block per read: ubj_cache_get_unlocking) and off
- * (R's two blocks in one read: ubj_cache_get_run_unlocking). */
-static void test_stat_while_read_parked(void **state)
+/* run_both_paths -- run_all for both read paths: off-page (one block per
+ * read: ubj_cache_get_unlocking) and off (R's two blocks in one read:
+ * ubj_cache_get_run_unlocking). */
+static void run_both_paths(void (*one)(const char *, char *, size_t), const char *brk,
+                           void (*set)(bool))
 {
-    (void)state;
     static const char *const paths[] = { "off-page", "off" };
     for (int i = 0; i < 2; i++) {
         tm_readahead = paths[i];
-        run_all(stat_one, "unlock-none", ubj_cache_test_unlock_break);
+        run_all(one, brk, set);
     }
     tm_readahead = NULL;
+}
+
+/* test_stat_while_read_parked -- every mode and read path (see the top). */
+static void test_stat_while_read_parked(void **state)
+{
+    (void)state;
+    run_both_paths(stat_one, "unlock-none", ubj_cache_test_unlock_break);
 }
 
 /* test_stat_while_getattr_parked -- every mode (see the top). */
@@ -317,16 +321,11 @@ static void test_stat_while_getattr_parked(void **state)
     run_all(stat_meta_one, "unlock-none", ubj_cache_test_unlock_break);
 }
 
-/* test_read_revalidates -- every mode (see the top). */
+/* test_read_revalidates -- every mode and read path (see the top). */
 static void test_read_revalidates(void **state)
 {
     (void)state;
-    static const char *const paths[] = { "off-page", "off" };
-    for (int i = 0; i < 2; i++) {
-        tm_readahead = paths[i];
-        run_all(reval_one, "no-revalidate", fs_file_test_break);
-    }
-    tm_readahead = NULL;
+    run_both_paths(reval_one, "no-revalidate", fs_file_test_break);
 }
 
 /* main -- run this suite's tests under the watchdog. */

@@ -206,10 +206,12 @@ fl_mount "$img" "$mnt" none -o noatime
 cat "$mnt/na" >/dev/null
 fl_umount "$mnt"
 [ "$(atime_of na)" = "$na0" ] || fl_fail "-o noatime: a read moved atime ($na0 -> $(atime_of na))"
-fl_mount "$img" "$mnt" none
+fl_mount "$img" "$mnt" none -o noatime,relatime   # the later one wins
 cat "$mnt/ra" >/dev/null
 fl_umount "$mnt"
 [ "$(atime_of ra)" != "$ra0" ] || fl_fail "relatime: a first read after the write left atime at $ra0"
+expect 2 "$UBJ" mount -o strictatime "$img" "$mnt"
+grep -q "no strict atime" "$T/out" || fl_fail "-o strictatime: $(cat "$T/out")"
 # mode ubj: a region in use by one mount is refused to a second image
 if fl_mode_built ubj; then
   fl_mkfs "$T/a.img" 32M ubj

@@ -898,6 +898,23 @@ static void test_run_big(void **state)
     ubj_bdev_destroy(dev);
 }
 
+/* a run ends early rather than wait for, or fail on, buffers it holds
+ * itself: with all but one buffer held, a run of 2 (the cap) is 1. */
+static void test_run_short(void **state)
+{
+    struct fix *f = *state;
+    struct ubj_buf *held[NBUFS - 1], *b[2];
+    for (uint32_t i = 0; i < NBUFS - 1; i++)
+        held[i] = get_ok(f->c, 300 + i, 0);
+    ubj_bdev_stats_reset(f->dev);
+    run_ok(f->c, 50, 2, 1, b);
+    assert_true(pattern_ok(b[0]->data, 50, 0));
+    assert_int_equal(dev_stats(f->dev).reads, 1);
+    run_put(f->c, b, 1);
+    for (uint32_t i = 0; i < NBUFS - 1; i++)
+        ubj_cache_put(f->c, held[i]);
+}
+
 /* a run whose read fails: -EIO, none of it cached, no buffer held. */
 static void test_run_eio(void **state)
 {
@@ -1047,6 +1064,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mt_stress, setup_ram, teardown),
         cmocka_unit_test_setup_teardown(test_run, setup_ram, teardown),
         cmocka_unit_test(test_run_big),
+        cmocka_unit_test_setup_teardown(test_run_short, setup_ram, teardown),
         cmocka_unit_test_setup_teardown(test_run_eio, setup_fault, teardown),
         cmocka_unit_test(test_concurrent_miss),
         cmocka_unit_test(test_random_model),

@@ -326,6 +326,41 @@ static void test_off(void **state)
     free(s);
 }
 
+/* test_policy_parse -- the names of ubj_config.readahead: each policy,
+ * its window in KiB, and every malformed or unbuilt name refused. */
+static void test_policy_parse(void **state)
+{
+    (void)state;
+    static const struct { const char *name; int rc; enum fs_ra_policy pol; uint32_t pages; }
+    cases[] = {
+        { "off-page", 0, FS_RA_OFF_PAGE, 0 }, { "off", 0, FS_RA_OFF, 0 },
+        { "linux", 0, FS_RA_LINUX, FS_RA_DEFAULT_PAGES },
+        { "linux:64", 0, FS_RA_LINUX, 16 }, { "linux:4", 0, FS_RA_LINUX, 1 },
+        { "linux:65536", 0, FS_RA_LINUX, 16384 },
+        { "linux-2013", 0, FS_RA_LINUX_2013, FS_RA_DEFAULT_PAGES },
+        { "linux-2013:256", 0, FS_RA_LINUX_2013, 64 },
+        { "linux:7", -EINVAL, 0, 0 }, { "linux:0", -EINVAL, 0, 0 },
+        { "linux:65540", -EINVAL, 0, 0 }, { "linux:", -EINVAL, 0, 0 },
+        { "linux:64k", -EINVAL, 0, 0 }, { "off:64", -EINVAL, 0, 0 },
+        { "offf", -EINVAL, 0, 0 }, { "", -EINVAL, 0, 0 }, { "linuxx", -EINVAL, 0, 0 },
+        { "oracle", -EINVAL, 0, 0 }, { "adaptive", -EINVAL, 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        enum fs_ra_policy pol = FS_RA_OFF;
+        uint32_t pages = 12345;
+        int rc = fs_ra_policy_parse(cases[i].name, &pol, &pages);
+        if (rc != cases[i].rc)
+            fail_msg("'%s': %d, want %d", cases[i].name, rc, cases[i].rc);
+        if (rc == 0 && (pol != cases[i].pol || pages != cases[i].pages))
+            fail_msg("'%s': policy %d, %u pages; want %d, %u", cases[i].name, (int)pol,
+                     pages, (int)cases[i].pol, cases[i].pages);
+        if (rc < 0 && (strchr(ubj_errormsg(), '\n') || !strstr(ubj_errormsg(), "read-ahead")))
+            fail_msg("'%s': message '%s'", cases[i].name, ubj_errormsg());
+    }
+    assert_int_equal(fs_ra_policy_parse(NULL, &(enum fs_ra_policy){ 0 }, &(uint32_t){ 0 }),
+                     -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_interleaved),
         cmocka_unit_test(test_fadv_random),
         cmocka_unit_test(test_off),
+        cmocka_unit_test(test_policy_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
