@@ -666,6 +666,13 @@ struct ubj_fs_stats {
     uint64_t recovery_ns;                /* time of the mount's recovery */
     uint64_t nvm_model_ns;               /* NVM time charged by nvm_profile */
     double nvm_model_energy_j;           /* NVM energy charged by nvm_profile */
+    /* Device waits, ns on the mount's clock (ubj_config.now, else
+     * CLOCK_REALTIME): reads a cache miss waited for with the mount lock
+     * held -- every other operation waits meanwhile -- or released
+     * (docs/DESIGN.md, "Device reads outside the mount lock"), and dirty
+     * blocks the cache wrote home, the lock held, to free a buffer. */
+    uint64_t read_wait_locked_ns, read_wait_unlocked_ns;
+    uint64_t victim_wait_ns;
 };
 /*
  * ubj_privs_killed -- how many times since mount a write, fallocate,

@@ -34,6 +34,33 @@ void *bh_rbuf(struct bh_run *r);
 /* bh_count_bytes -- application bytes written / read (bh_result). */
 void bh_count_bytes(struct bh_run *r, uint64_t written, uint64_t nread);
 
+/*
+ * Overlap (issue 20 item 4).  A workload's op runs holding the run's
+ * bookkeeping lock, which serialises what the processes share (file-set
+ * tables, counters, a log's offset); on the real clock, unless the
+ * workload is `serial` or the run has BH_F_SERIAL, each counted call
+ * (wl_util.c) releases it for the ubj_* call itself, so other processes'
+ * transactions run meanwhile.  So a workload keeps its shared state right
+ * across a counted call: it marks what it works on busy (bh_fentry.busy)
+ * and reserves offsets before the call, and never holds a pointer into a
+ * table that another process may reallocate (the counted calls write
+ * bh_create's and bh_mkdir's *ino after the lock is retaken).  Single-threaded (virtual
+ * clock) runs are unchanged: nothing is busy when a pick is made.
+ *
+ * bh_call_begin -- before a counted call's ubj_* call: release the lock
+ * when overlapping.  bh_call_end -- after it: retake it.
+ */
+void bh_call_begin(struct bh_run *r);
+void bh_call_end(struct bh_run *r);
+
+#if UBJ_TEST_HOOKS
+/* bh_test_call_hook -- a test's callback in every bh_call_begin, after the
+ * lock was released (or not), with the calling process's id (UINT_MAX in
+ * the setup); NULL removes it.  tests/bench/overlap.c parks process 0
+ * there.  Not thread-safe against a running bench: set it before. */
+void bh_test_call_hook(void (*fn)(void *arg, unsigned proc), void *arg);
+#endif
+
 /* bh_now_ns -- the run's clock. */
 uint64_t bh_now_ns(struct bh_run *r);
 /* bh_sleep_ns -- let ns pass on the run's clock. */
@@ -104,6 +131,8 @@ struct bh_fentry {
     ubj_ino_t ino;           /* 0 while it does not exist */
     uint64_t size;           /* bytes it is created with (the fileset's size) */
     uint64_t cur;            /* bytes it holds now */
+    bool busy;               /* a process works on it ("Overlap" above):
+                                bh_fileset_pick skips it */
 };
 
 struct bh_fileset {
@@ -124,9 +153,11 @@ int bh_fileset_make(struct bh_run *r, struct bh_fileset *fs, const char *name,
                     unsigned prealloc_pct, uint64_t io);
 /* bh_fileset_free -- release the table. */
 void bh_fileset_free(struct bh_fileset *fs);
-/* bh_fileset_pick -- a random entry that exists (want true) or not;
- * -1 if there is none. */
-int64_t bh_fileset_pick(struct bh_proc *p, const struct bh_fileset *fs, bool want);
+/* bh_fileset_pick -- a random entry that exists (want true) or not and is
+ * not busy, marked busy; -1 if there is none. */
+int64_t bh_fileset_pick(struct bh_proc *p, struct bh_fileset *fs, bool want);
+/* bh_fentry_done -- the entry is no longer busy (idx < 0: nothing). */
+void bh_fentry_done(struct bh_fileset *fs, int64_t idx);
 /* bh_fentry_name -- the entry's file name. */
 void bh_fentry_name(uint64_t idx, char *buf, size_t size);
 

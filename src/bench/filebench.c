@@ -7,9 +7,12 @@
  * A flowop that finds no suitable entry (no free slot to create, nothing
  * to delete or open) does nothing and returns -1, as Filebench's flowop
  * then retries on its next pass.  appendfilerand appends a size uniform
- * in [1, iosize] (Filebench: random size up to iosize).  Processes run one
- * at a time (harness.c), so an entry cannot be removed under a flowop
- * sequence that opened it.
+ * in [1, iosize] (Filebench: random size up to iosize).  On the real clock
+ * processes overlap (bench_int.h, "Overlap"): an entry a flowop picks is
+ * busy -- no other process picks it -- until closefile (or the end of
+ * deletefile and statfile), as Filebench's fileset_pick marks an entry
+ * busy until fileset_unbusy; appendfilerand reserves its range before the
+ * write (a shared log: webserver).
  *
  * Also the parameters and run state of the personalities with one big
  * fileset (fileserver, varmail, webserver): fb_params_read, fb_state_*.
@@ -91,14 +94,16 @@ int64_t fb_createfile(struct bh_run *r, struct bh_fileset *fs, struct bh_proc *p
     char name[BH_NAME_LEN];
     bh_fentry_name((uint64_t)i, name, sizeof name);
     struct bh_fentry *e = &fs->e[i];
-    int rc = bh_create(r, e->dir, name, &e->ino);
+    ubj_ino_t ino = 0;
+    int rc = bh_create(r, e->dir, name, &ino);
     if (rc < 0) {
-        e->ino = 0;
+        bh_fentry_done(fs, i);
         return fb_err(rc);
     }
+    e->ino = ino;
     e->cur = 0;
     fs->nexist++;
-    rc = bh_open(r, e->ino, 1);
+    rc = bh_open(r, ino, 1);
     return rc < 0 ? fb_err(rc) : i;
 }
 
@@ -114,6 +119,7 @@ int64_t fb_deletefile(struct bh_run *r, struct bh_fileset *fs, struct bh_proc *p
     fs->e[i].ino = 0;
     fs->e[i].cur = 0;
     fs->nexist--;
+    bh_fentry_done(fs, i);
     return rc < 0 ? fb_err(rc) : i;
 }
 
@@ -135,6 +141,7 @@ int64_t fb_statfile(struct bh_run *r, struct bh_fileset *fs, struct bh_proc *p)
         return -1;
     struct ubj_stat st;
     int rc = bh_stat(r, fs->e[i].ino, &st);
+    bh_fentry_done(fs, i);
     return rc < 0 ? fb_err(rc) : i;
 }
 
@@ -144,6 +151,7 @@ int64_t fb_closefile(struct bh_run *r, struct bh_fileset *fs, int64_t idx)
     if (idx < 0)
         return idx;
     int rc = bh_close(r, fs->e[idx].ino);
+    bh_fentry_done(fs, idx);
     return rc < 0 ? fb_err(rc) : idx;
 }
 
@@ -188,10 +196,8 @@ int64_t fb_appendfilerand(struct bh_run *r, struct bh_fileset *fs, int64_t idx,
     if (idx < 0)
         return idx;
     struct bh_fentry *e = &fs->e[idx];
-    uint64_t n = bh_range(p, 1, iosize);
-    int rc = bh_write(r, e->ino, e->cur, n, iosize, BH_OP_APPEND);
-    if (rc < 0)
-        return fb_err(rc);
-    e->cur += n;
-    return idx;
+    uint64_t n = bh_range(p, 1, iosize), off = e->cur;
+    e->cur += n;                 /* reserved: another process appends after */
+    int rc = bh_write(r, e->ino, off, n, iosize, BH_OP_APPEND);
+    return rc < 0 ? fb_err(rc) : idx;
 }

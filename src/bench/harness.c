@@ -22,10 +22,16 @@
  *   time to the run's clock (the CPU stalls on the stores and fences), so
  *   device and NVM share one time line.
  * REAL clock: one thread per process, each waiting for its ready time on
- *   the clock; transactions are serialised by the run's mutex (the mount's
- *   lock serialises file-system operations anyway, so concurrency comes
- *   from think time, as in the closed-loop model); the mount keeps its
- *   timer thread.
+ *   the clock, then running its transaction holding the run's mutex `mu`
+ *   (the bookkeeping lock: the workload's shared tables, the latency
+ *   array, the counters); every counted file-system call releases `mu`
+ *   around its ubj_* call (bh_call_begin/end), so the processes'
+ *   transactions overlap for real, as far as the file system lets them
+ *   (its mount lock, released while a read waits for the device:
+ *   docs/DESIGN.md).  A workload with `serial` set, or BH_F_SERIAL, keeps
+ *   `mu` across its calls: one transaction at a time, as before issue 20.
+ *   The mount keeps its timer thread.  txn_overlap_max reports the most
+ *   transactions in progress at once.
  *
  * What is timed.  The setup (format, mount, the workload's init, a sync
  * and a drain of the device) is not.  The timed phase starts with the
@@ -43,6 +49,7 @@
  * every transaction's response time (nearest rank).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -85,6 +92,8 @@ struct bh_run {
     struct bh_trace *trace;        /* recording, or NULL */
     const struct bh_trace_in *replay;   /* replaying, or NULL */
     pthread_mutex_t mu;
+    bool overlap;                  /* counted calls release mu (real clock) */
+    unsigned inflight, inflight_max; /* transactions in progress [mu] */
     int error;                     /* first error of a real-clock thread [mu] */
     char errmsg[256];
     bool kv_probe;                 /* bh_workload_check_kv: no file system;
@@ -143,8 +152,49 @@ struct bh_proc *bh_procs_of(struct bh_run *r) { return r->procs; }
 /* bh_wbuf -- the pattern buffer writes come from. */
 const void *bh_wbuf(struct bh_run *r) { return r->wbuf; }
 
+/* The calling thread's read buffer on the real clock (each process
+ * reads into its own: with overlap two reads would race on one), or NULL
+ * (the run's r->rbuf). */
+static _Thread_local uint8_t *bh_thread_rbuf;
+/* The calling thread's process, for the test hook. */
+static _Thread_local const struct bh_proc *bh_thread_proc;
+
 /* bh_rbuf -- the buffer reads go to. */
-void *bh_rbuf(struct bh_run *r) { return r->rbuf; }
+void *bh_rbuf(struct bh_run *r)
+{
+    return bh_thread_rbuf != NULL ? bh_thread_rbuf : r->rbuf;
+}
+
+#if UBJ_TEST_HOOKS
+static void (*bh_call_hook)(void *, unsigned);
+static void *bh_call_hook_arg;
+
+/* bh_test_call_hook -- see bench_int.h. */
+void bh_test_call_hook(void (*fn)(void *arg, unsigned proc), void *arg)
+{
+    bh_call_hook = fn;
+    bh_call_hook_arg = arg;
+}
+#endif
+
+/* bh_call_begin -- see bench_int.h, "Overlap". */
+void bh_call_begin(struct bh_run *r)
+{
+    if (r->overlap)
+        pthread_mutex_unlock(&r->mu);
+#if UBJ_TEST_HOOKS
+    if (bh_call_hook != NULL)
+        bh_call_hook(bh_call_hook_arg,
+                     bh_thread_proc != NULL ? bh_thread_proc->id : UINT_MAX);
+#endif
+}
+
+/* bh_call_end -- see bench_int.h. */
+void bh_call_end(struct bh_run *r)
+{
+    if (r->overlap)
+        pthread_mutex_lock(&r->mu);
+}
 
 /* bh_count -- one file-system operation of `kind`. */
 void bh_count(struct bh_run *r, enum bh_opkind kind)
@@ -517,6 +567,25 @@ static int run_format_mount(struct bh_run *r)
     return ubj_mount(r->dev, &mc, &r->fs);
 }
 
+/* run_check_line -- ubj_check's report: keep the first line. */
+static void run_check_line(void *ctx, const char *line)
+{
+    char *first = ctx;
+    if (first[0] == '\0')
+        snprintf(first, 200, "%s", line);
+}
+
+/* run_check -- BH_F_CHECK: fsck the unmounted image. */
+static int run_check(struct bh_run *r)
+{
+    char first[200] = "";
+    int c = ubj_check(r->dev, 0, run_check_line, first);
+    if (c == UBJ_CHECK_CLEAN)
+        return 0;
+    return ubj_set_error(-EUCLEAN, "bench %s: fsck after the run: %s",
+                         r->wl->name, first[0] ? first : "not clean");
+}
+
 /* run_teardown -- unmount, close, remove the region; keeps the first error. */
 static int run_teardown(struct bh_run *r, int rc)
 {
@@ -531,6 +600,8 @@ static int run_teardown(struct bh_run *r, int rc)
             rc = urc;
         else
             ubj_set_error(rc, "%s", msg);
+        if (rc == 0 && (r->cfg->flags & BH_F_CHECK))
+            rc = run_check(r);
     }
     ubj_bdev_destroy(r->dev);
     ubj_clock_put(r->clock);
@@ -623,7 +694,10 @@ static int run_txn(struct bh_run *r, struct bh_proc *p, uint64_t arrival)
 {
     uint64_t seq = r->issued++;
     uint64_t start = ubj_clock_now(r->clock);
+    if (++r->inflight > r->inflight_max)
+        r->inflight_max = r->inflight;
     int rc = r->wl->op(r, p);
+    r->inflight--;
     if (rc < 0)
         return bh_fs_error(r, rc, "transaction");
     if (rc == 1) {               /* nothing more to do: not a transaction */
@@ -632,7 +706,12 @@ static int run_txn(struct bh_run *r, struct bh_proc *p, uint64_t arrival)
     }
     run_charge_nvm(r);
     uint64_t end = ubj_clock_now(r->clock);
-    uint64_t base = r->replay ? arrival : (arrival > start ? arrival : start);
+    /* the virtual clock's process cannot have waited for another (one
+     * thread: "now" is when it could start); on the real clock the wait
+     * for the run's mutex -- another process's transaction, serialised,
+     * or its bookkeeping -- is part of the response time */
+    bool from_arrival = r->replay != NULL || r->cfg->clock == UBJ_CLOCK_REAL;
+    uint64_t base = from_arrival ? arrival : (arrival > start ? arrival : start);
     int rrc = run_record(r, end - base);
     if (rrc < 0)
         return rrc;
@@ -740,6 +819,7 @@ static int run_replay_virtual(struct bh_run *r)
 struct run_thread {
     struct bh_run *r;
     struct bh_proc *p;
+    uint8_t *rbuf;                 /* this process's read buffer */
     pthread_t tid;
 };
 
@@ -758,6 +838,8 @@ static void *run_thread_main(void *arg)
     struct run_thread *th = arg;
     struct bh_run *r = th->r;
     struct bh_proc *p = th->p;
+    bh_thread_proc = p;
+    bh_thread_rbuf = th->rbuf;
     for (;;) {
         ubj_clock_wait_until(r->clock, p->ready_ns);
         pthread_mutex_lock(&r->mu);
@@ -773,6 +855,8 @@ static void *run_thread_main(void *arg)
             break;
         p->ready_ns = ubj_clock_now(r->clock) + bh_exp(p, (double)r->prm.think_ns);
     }
+    bh_thread_proc = NULL;
+    bh_thread_rbuf = NULL;
     return NULL;
 }
 
@@ -782,12 +866,18 @@ static int run_closed_real(struct bh_run *r)
     struct run_thread *th = calloc(r->prm.procs, sizeof *th);
     if (th == NULL)
         return ubj_set_error(-ENOMEM, "bench: out of memory");
+    r->overlap = r->wl->serial == NULL && !(r->cfg->flags & BH_F_SERIAL);
     unsigned started = 0;
     for (; started < r->prm.procs; started++) {
         th[started].r = r;
         th[started].p = &r->procs[started];
-        if (pthread_create(&th[started].tid, NULL, run_thread_main, &th[started]) != 0)
+        /* untouched pages cost nothing: a process reading 2 KiB uses 2 KiB */
+        th[started].rbuf = malloc(BH_IO_MAX);
+        if (th[started].rbuf == NULL ||
+            pthread_create(&th[started].tid, NULL, run_thread_main, &th[started]) != 0) {
+            free(th[started].rbuf);
             break;
+        }
     }
     if (started < r->prm.procs) {
         pthread_mutex_lock(&r->mu);
@@ -795,9 +885,12 @@ static int run_closed_real(struct bh_run *r)
                                          started));
         pthread_mutex_unlock(&r->mu);
     }
-    for (unsigned i = 0; i < started; i++)
+    for (unsigned i = 0; i < started; i++) {
         pthread_join(th[i].tid, NULL);
+        free(th[i].rbuf);
+    }
     free(th);
+    r->overlap = false;
     if (r->error != 0)
         return ubj_set_error(r->error, "%s", r->errmsg);
     return 0;
@@ -894,6 +987,10 @@ static void run_metrics(struct bh_run *r, const struct run_base *b,
     out->app_bytes_read = r->app_rd;
     out->commits = s.commits - b->fs.commits;
     out->checkpoints = s.checkpoints - b->fs.checkpoints;
+    out->txn_overlap_max = r->inflight_max;
+    out->read_wait_locked_ns = s.read_wait_locked_ns - b->fs.read_wait_locked_ns;
+    out->read_wait_unlocked_ns = s.read_wait_unlocked_ns - b->fs.read_wait_unlocked_ns;
+    out->victim_wait_ns = s.victim_wait_ns - b->fs.victim_wait_ns;
 }
 
 /* run_setup -- buffers, processes, trace. */

@@ -96,6 +96,18 @@ struct bh_config {
  * the timed phase (it still runs, at unmount, unmeasured). */
 #define BH_F_NO_FINAL_SYNC 0x1u
 
+/* On the real clock the processes' transactions overlap (each thread
+ * releases the run's bookkeeping lock inside every file-system call:
+ * docs/HARNESS.md, "Real clock"); this flag runs them one at a time
+ * instead, as before issue 20 -- for comparison, and as the serialised
+ * baseline of tests/bench/overlap.c.  No effect on the virtual clock. */
+#define BH_F_SERIAL 0x2u
+
+/* After the unmount, check the image (ubj_check, fsck's passes); a
+ * problem fails the run with -EUCLEAN and fsck's first line.  For tests
+ * of overlapping runs; untimed. */
+#define BH_F_CHECK 0x4u
+
 /* struct bh_result -- what one run measured (the timed phase only: the
  * file-set setup is not counted).  Field order = the issue's metric order. */
 struct bh_result {
@@ -126,6 +138,13 @@ struct bh_result {
     uint64_t app_bytes_read;
     uint64_t commits, checkpoints; /* of the consistency mode */
     uint64_t init_opcount[BH_OP_NR]; /* operations of the untimed setup */
+    unsigned txn_overlap_max;    /* most transactions in progress at once
+                                    (1 on the virtual clock, or serialised) */
+    uint64_t read_wait_locked_ns;   /* device reads waited for with the mount
+                                       lock held (ubj_fs_stats) */
+    uint64_t read_wait_unlocked_ns; /* ... with it released */
+    uint64_t victim_wait_ns;        /* dirty victims written home to free a
+                                       buffer (lock held) */
 };
 
 struct bh_run;   /* one run in progress (harness.c) */
@@ -154,6 +173,11 @@ struct bh_workload {
     int (*init)(struct bh_run *r);
     int (*op)(struct bh_run *r, struct bh_proc *p);
     void (*fini)(struct bh_run *r);
+    const char *serial;          /* NULL: op may overlap other processes' on
+                                    the real clock (it keeps its shared state
+                                    consistent across the counted calls,
+                                    bench_int.h "Overlap"); else why its
+                                    transactions run one at a time */
 };
 
 /* The workloads, NULL-terminated (postmark, varmail, fileserver,

@@ -78,7 +78,9 @@ static int sv_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
 {
     struct sv_file *sf = (struct sv_file *)f;
     bh_count(sf->v->r, BH_OP_READ);
+    bh_call_begin(sf->v->r);
     ssize_t got = ubj_pread(bh_fs(sf->v->r), sf->ino, buf, (size_t)amt, (off_t)off);
+    bh_call_end(sf->v->r);
     if (got < 0)
         return sv_fail(sf->v, (int)got, SQLITE_IOERR_READ);
     bh_count_bytes(sf->v->r, 0, (uint64_t)got);
@@ -94,7 +96,9 @@ static int sv_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off
 {
     struct sv_file *sf = (struct sv_file *)f;
     bh_count(sf->v->r, BH_OP_WRITE);
+    bh_call_begin(sf->v->r);
     ssize_t w = ubj_pwrite(bh_fs(sf->v->r), sf->ino, buf, (size_t)amt, (off_t)off);
+    bh_call_end(sf->v->r);
     if (w < 0)
         return sv_fail(sf->v, (int)w, SQLITE_IOERR_WRITE);
     bh_count_bytes(sf->v->r, (uint64_t)w, 0);

@@ -21,6 +21,9 @@
  * One transaction = one record read or written (the open, fsync, close
  * and unlink at a test's edges belong to its first or last record).
  * One process; the run ends when the sweep is done (ops 0 = all of it).
+ * Several processes share the one stream of records, one record at a
+ * time even on the real clock (`serial`; IOzone's throughput mode -t,
+ * one file per process, would overlap).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -186,4 +189,5 @@ const struct bh_workload bh_wl_iozone = {
     .init = iz_init,
     .op = iz_op,
     .fini = iz_fini,
+    .serial = "one record stream: each transaction is the next record",
 };

@@ -94,8 +94,9 @@ static int oltp_logwrite(struct bh_run *r, struct oltp_state *s)
     const struct bh_fentry *e = &s->log.e[0];
     if (s->logpos + OLTP_LOG_IO > e->size)
         s->logpos = 0;
-    int rc = bh_write(r, e->ino, s->logpos, OLTP_LOG_IO, OLTP_LOG_IO, BH_OP_WRITE);
-    s->logpos += OLTP_LOG_IO;
+    uint64_t off = s->logpos;
+    s->logpos += OLTP_LOG_IO;    /* reserved before the write (overlap) */
+    int rc = bh_write(r, e->ino, off, OLTP_LOG_IO, OLTP_LOG_IO, BH_OP_WRITE);
     return rc < 0 ? rc : bh_fsync(r, e->ino, 1);
 }
 

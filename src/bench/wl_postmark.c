@@ -19,7 +19,10 @@
  * Default transactions 500, block sizes 512 bytes (PostMark's defaults;
  * unbuffered: each block is one call).  PostMark's final deletion phase is
  * not run (the timed phase is the transactions, as PostMark's "transaction
- * time").  Processes (default 1) share one file pool.
+ * time").  Processes (default 1) share one file pool; on the real clock
+ * they overlap (bench_int.h, "Overlap"): a file a process works on is
+ * busy (no other picks it), and slots are named by index, never by a
+ * pointer held across a call (the pool may grow meanwhile).
  * kv: files, min, max, subdirs, read, write, bias_read, bias_create.
  */
 #include <errno.h>
@@ -31,6 +34,7 @@
 
 struct pm_file {
     ubj_ino_t ino;           /* 0: free slot */
+    bool busy;               /* a process works on it (overlap): not picked */
     uint32_t dir;            /* subdirectory index */
     uint64_t size;
     uint64_t name;           /* number in its name */
@@ -41,6 +45,7 @@ struct pm_state {
     ubj_ino_t *dirs;         /* subdirs entries, or the root alone */
     struct pm_file *f;       /* cap slots */
     uint64_t cap, nlive, next_name;
+    uint64_t creating;       /* free slots taken by creates in progress */
 };
 
 static const char *const pm_keys[] = {
@@ -77,10 +82,11 @@ static void pm_name(const struct pm_file *f, char *buf, size_t size)
     snprintf(buf, size, "pm%llu", (unsigned long long)f->name);
 }
 
-/* pm_create -- a new file in a free slot (PostMark's create_file). */
-static int pm_create(struct bh_run *r, struct pm_state *s, struct bh_proc *p)
+/* pm_slot -- a free slot for a new file, growing the pool if full: its
+ * index, or -ENOMEM. */
+static int64_t pm_slot(struct pm_state *s, struct bh_proc *p)
 {
-    if (s->nlive == s->cap) {
+    if (s->nlive + s->creating == s->cap) {
         uint64_t cap = s->cap * 2;
         struct pm_file *n = realloc(s->f, cap * sizeof *n);
         if (n == NULL)
@@ -90,44 +96,64 @@ static int pm_create(struct bh_run *r, struct pm_state *s, struct bh_proc *p)
         s->cap = cap;
     }
     uint64_t i = bh_below(p, s->cap);
-    while (s->f[i].ino != 0)
+    while (s->f[i].ino != 0 || s->f[i].busy)
         i = (i + 1) % s->cap;
+    return (int64_t)i;
+}
+
+/* pm_create -- a new file in a free slot (PostMark's create_file). */
+static int pm_create(struct bh_run *r, struct pm_state *s, struct bh_proc *p)
+{
+    int64_t i = pm_slot(s, p);
+    if (i < 0)
+        return (int)i;
     struct pm_file *f = &s->f[i];
     char name[BH_NAME_LEN];
+    f->busy = true;
+    s->creating++;
     f->name = s->next_name++;
     f->dir = (uint32_t)bh_below(p, s->subdirs ? s->subdirs : 1);
     f->size = bh_range(p, s->min, s->max);
+    uint64_t size = f->size;
     pm_name(f, name, sizeof name);
-    int rc = bh_create(r, s->dirs[f->dir], name, &f->ino);
-    if (rc < 0) {
-        f->ino = 0;
-        return rc;
+    ubj_ino_t ino = 0;
+    int rc = bh_create(r, s->dirs[f->dir], name, &ino);
+    s->creating--;
+    if (rc == 0) {
+        s->f[i].ino = ino;         /* s->f may have moved during the call */
+        s->nlive++;
+        rc = bh_write(r, ino, 0, size, s->wbs, BH_OP_WRITE);
     }
-    s->nlive++;
-    return bh_write(r, f->ino, 0, f->size, s->wbs, BH_OP_WRITE);
+    s->f[i].busy = false;
+    return rc;
 }
 
-/* pm_pick -- a random live slot, or NULL. */
-static struct pm_file *pm_pick(struct pm_state *s, struct bh_proc *p)
+/* pm_pick -- a random live slot that is not busy, marked busy; -1 if none
+ * (a scan from a random start: with nothing busy, the first live slot). */
+static int64_t pm_pick(struct pm_state *s, struct bh_proc *p)
 {
     if (s->nlive == 0)
-        return NULL;
+        return -1;
     uint64_t i = bh_below(p, s->cap);
-    while (s->f[i].ino == 0)
-        i = (i + 1) % s->cap;
-    return &s->f[i];
+    for (uint64_t k = 0; k < s->cap; k++, i = (i + 1) % s->cap)
+        if (s->f[i].ino != 0 && !s->f[i].busy) {
+            s->f[i].busy = true;
+            return (int64_t)i;
+        }
+    return -1;
 }
 
 /* pm_delete -- remove a random file. */
 static int pm_delete(struct bh_run *r, struct pm_state *s, struct bh_proc *p)
 {
-    struct pm_file *f = pm_pick(s, p);
-    if (f == NULL)
+    int64_t i = pm_pick(s, p);
+    if (i < 0)
         return 0;
     char name[BH_NAME_LEN];
-    pm_name(f, name, sizeof name);
-    int rc = bh_unlink(r, s->dirs[f->dir], name);
-    f->ino = 0;
+    pm_name(&s->f[i], name, sizeof name);
+    int rc = bh_unlink(r, s->dirs[s->f[i].dir], name);
+    s->f[i].ino = 0;
+    s->f[i].busy = false;
     s->nlive--;
     return rc;
 }
@@ -135,26 +161,30 @@ static int pm_delete(struct bh_run *r, struct pm_state *s, struct bh_proc *p)
 /* pm_read_append -- part 1 of a transaction. */
 static int pm_read_append(struct bh_run *r, struct pm_state *s, struct bh_proc *p)
 {
-    struct pm_file *f = pm_pick(s, p);
-    if (f == NULL)
+    int64_t i = pm_pick(s, p);
+    if (i < 0)
         return 0;
+    ubj_ino_t ino = s->f[i].ino;
+    uint64_t size = s->f[i].size;
     bool rd = bh_below(p, 10) < s->bias_read;
-    int rc = bh_open(r, f->ino, rd ? 0 : 1);
-    if (rc < 0)
-        return rc;
-    if (rd) {
-        int64_t got = bh_read(r, f->ino, 0, f->size, s->rbs);
-        rc = got < 0 ? (int)got : 0;
-    } else {
-        uint64_t n = bh_range(p, s->min, s->max);
-        if (f->size + n > s->max)
-            n = s->max > f->size ? s->max - f->size : 0;
-        rc = bh_write(r, f->ino, f->size, n, s->wbs, BH_OP_APPEND);
-        if (rc == 0)
-            f->size += n;
+    int rc = bh_open(r, ino, rd ? 0 : 1);
+    if (rc == 0) {
+        if (rd) {
+            int64_t got = bh_read(r, ino, 0, size, s->rbs);
+            rc = got < 0 ? (int)got : 0;
+        } else {
+            uint64_t n = bh_range(p, s->min, s->max);
+            if (size + n > s->max)
+                n = s->max > size ? s->max - size : 0;
+            rc = bh_write(r, ino, size, n, s->wbs, BH_OP_APPEND);
+            if (rc == 0)
+                s->f[i].size = size + n;
+        }
+        int crc = bh_close(r, ino);
+        rc = rc < 0 ? rc : crc;
     }
-    int crc = bh_close(r, f->ino);
-    return rc < 0 ? rc : crc;
+    s->f[i].busy = false;
+    return rc;
 }
 
 /* pm_init -- the subdirectories and the initial files. */

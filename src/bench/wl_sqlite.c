@@ -15,8 +15,11 @@
  * transaction -- BEGIN; `batch` (default 10) INSERTs; COMMIT -- else an
  * indexed range query, SELECT count(*), sum(length(v)) FROM t WHERE k
  * BETWEEN a AND b, with the range sized to hold about `batch` rows.
- * One connection shared by the processes (default 1; the harness runs one
- * transaction at a time).  Default 1000 transactions.
+ * One connection shared by the processes (default 1), so their
+ * transactions run one at a time on the real clock too (`serial`: SQLite
+ * serialises a connection's calls by its own mutex, and a counted call
+ * releasing the harness's lock inside one would let another process wait
+ * for that mutex while holding the lock).  Default 1000 transactions.
  * kv: rows, batch, insert_pct.
  */
 #include <errno.h>
@@ -185,4 +188,5 @@ const struct bh_workload bh_wl_sqlite = {
     .init = sq_init,
     .op = sq_op,
     .fini = sq_fini,
+    .serial = "one SQLite connection shared by the processes",
 };

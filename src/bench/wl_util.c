@@ -90,13 +90,19 @@ uint64_t bh_gamma(struct bh_proc *p, double mean, double shape)
 }
 
 /* ---- counted calls -------------------------------------------------------- */
+/* Each releases the run's bookkeeping lock around its ubj_* call when the
+ * run overlaps (bench_int.h, "Overlap"); out-parameters that are not the
+ * caller's own locals (bh_create's *ino, bh_mkdir's) are written after it
+ * is retaken. */
 
 /* bh_create -- create a regular file (CREATE). */
 int bh_create(struct bh_run *r, ubj_ino_t dir, const char *name, ubj_ino_t *ino)
 {
     struct ubj_stat st;
     bh_count(r, BH_OP_CREATE);
+    bh_call_begin(r);
     int rc = ubj_create(bh_fs(r), dir, name, 0644, NULL, &st);
+    bh_call_end(r);
     if (rc == 0 && ino != NULL)
         *ino = st.ino;
     return rc;
@@ -107,7 +113,9 @@ int bh_mkdir(struct bh_run *r, ubj_ino_t dir, const char *name, ubj_ino_t *ino)
 {
     struct ubj_stat st;
     bh_count(r, BH_OP_MKDIR);
+    bh_call_begin(r);
     int rc = ubj_mkdir(bh_fs(r), dir, name, 0755, NULL, &st);
+    bh_call_end(r);
     if (rc == 0 && ino != NULL)
         *ino = st.ino;
     return rc;
@@ -117,42 +125,60 @@ int bh_mkdir(struct bh_run *r, ubj_ino_t dir, const char *name, ubj_ino_t *ino)
 int bh_unlink(struct bh_run *r, ubj_ino_t dir, const char *name)
 {
     bh_count(r, BH_OP_UNLINK);
-    return ubj_unlink(bh_fs(r), dir, name);
+    bh_call_begin(r);
+    int rc = ubj_unlink(bh_fs(r), dir, name);
+    bh_call_end(r);
+    return rc;
 }
 
 /* bh_rmdir -- remove a directory (RMDIR). */
 int bh_rmdir(struct bh_run *r, ubj_ino_t dir, const char *name)
 {
     bh_count(r, BH_OP_RMDIR);
-    return ubj_rmdir(bh_fs(r), dir, name);
+    bh_call_begin(r);
+    int rc = ubj_rmdir(bh_fs(r), dir, name);
+    bh_call_end(r);
+    return rc;
 }
 
 /* bh_open -- take an open reference (OPEN). */
 int bh_open(struct bh_run *r, ubj_ino_t ino, int flags)
 {
     bh_count(r, BH_OP_OPEN);
-    return ubj_open(bh_fs(r), ino, flags);
+    bh_call_begin(r);
+    int rc = ubj_open(bh_fs(r), ino, flags);
+    bh_call_end(r);
+    return rc;
 }
 
 /* bh_close -- drop it (OTHER). */
 int bh_close(struct bh_run *r, ubj_ino_t ino)
 {
     bh_count(r, BH_OP_OTHER);
-    return ubj_release(bh_fs(r), ino);
+    bh_call_begin(r);
+    int rc = ubj_release(bh_fs(r), ino);
+    bh_call_end(r);
+    return rc;
 }
 
 /* bh_fsync -- fsync / fdatasync (FSYNC). */
 int bh_fsync(struct bh_run *r, ubj_ino_t ino, int datasync)
 {
     bh_count(r, BH_OP_FSYNC);
-    return ubj_fsync(bh_fs(r), ino, datasync);
+    bh_call_begin(r);
+    int rc = ubj_fsync(bh_fs(r), ino, datasync);
+    bh_call_end(r);
+    return rc;
 }
 
 /* bh_stat -- attributes (STAT). */
 int bh_stat(struct bh_run *r, ubj_ino_t ino, struct ubj_stat *st)
 {
     bh_count(r, BH_OP_STAT);
-    return ubj_getattr(bh_fs(r), ino, st);
+    bh_call_begin(r);
+    int rc = ubj_getattr(bh_fs(r), ino, st);
+    bh_call_end(r);
+    return rc;
 }
 
 /* bh_lookup -- a name in a directory (STAT). */
@@ -160,7 +186,10 @@ int bh_lookup(struct bh_run *r, ubj_ino_t dir, const char *name,
               struct ubj_stat *st)
 {
     bh_count(r, BH_OP_STAT);
-    return ubj_lookup(bh_fs(r), dir, name, st);
+    bh_call_begin(r);
+    int rc = ubj_lookup(bh_fs(r), dir, name, st);
+    bh_call_end(r);
+    return rc;
 }
 
 /* bh_truncate -- set the size (OTHER). */
@@ -168,7 +197,10 @@ int bh_truncate(struct bh_run *r, ubj_ino_t ino, uint64_t size)
 {
     struct ubj_setattr sa = { .valid = UBJ_SET_SIZE, .size = size };
     bh_count(r, BH_OP_OTHER);
-    return ubj_setattr(bh_fs(r), ino, &sa, NULL);
+    bh_call_begin(r);
+    int rc = ubj_setattr(bh_fs(r), ino, &sa, NULL);
+    bh_call_end(r);
+    return rc;
 }
 
 /* bh_write -- len bytes at off in io-sized calls. */
@@ -180,7 +212,9 @@ int bh_write(struct bh_run *r, ubj_ino_t ino, uint64_t off, uint64_t len,
     while (len > 0) {
         size_t n = len < io ? (size_t)len : (size_t)io;
         bh_count(r, kind);
+        bh_call_begin(r);
         ssize_t w = ubj_pwrite(bh_fs(r), ino, bh_wbuf(r), n, (off_t)off);
+        bh_call_end(r);
         if (w < 0)
             return (int)w;
         bh_count_bytes(r, (uint64_t)w, 0);
@@ -203,7 +237,9 @@ int64_t bh_read(struct bh_run *r, ubj_ino_t ino, uint64_t off, uint64_t len,
     while (len > 0) {
         size_t n = len < io ? (size_t)len : (size_t)io;
         bh_count(r, BH_OP_READ);
+        bh_call_begin(r);
         ssize_t got = ubj_pread(bh_fs(r), ino, bh_rbuf(r), n, (off_t)off);
+        bh_call_end(r);
         if (got < 0)
             return got;
         bh_count_bytes(r, 0, (uint64_t)got);
@@ -230,7 +266,9 @@ int64_t bh_listdir(struct bh_run *r, ubj_ino_t dir)
 {
     int64_t n = 0;
     bh_count(r, BH_OP_READDIR);
+    bh_call_begin(r);
     int rc = ubj_readdir(bh_fs(r), dir, 0, ld_count, &n);
+    bh_call_end(r);
     return rc < 0 ? rc : n;
 }
 
@@ -382,23 +420,41 @@ void bh_fileset_free(struct bh_fileset *fs)
     fs->e = NULL;
 }
 
-/* bh_fileset_pick -- a random existing (or free) entry: random probes,
- * then a scan from a random start. */
-int64_t bh_fileset_pick(struct bh_proc *p, const struct bh_fileset *fs, bool want)
+/* fs_eligible -- entry i exists (want) or not, and nobody works on it. */
+static bool fs_eligible(const struct bh_fileset *fs, uint64_t i, bool want)
+{
+    return !fs->e[i].busy && (fs->e[i].ino != 0) == want;
+}
+
+/* bh_fileset_pick -- a random existing (or free) entry that is not busy:
+ * random probes, then a scan from a random start; marked busy.  (With
+ * nothing busy -- always so on the virtual clock -- the picks and the
+ * random draws are those of the table alone.) */
+int64_t bh_fileset_pick(struct bh_proc *p, struct bh_fileset *fs, bool want)
 {
     uint64_t have = want ? fs->nexist : fs->n - fs->nexist;
     if (have == 0)
         return -1;
-    for (unsigned k = 0; k < 16; k++) {
+    int64_t got = -1;
+    for (unsigned k = 0; k < 16 && got < 0; k++) {
         uint64_t i = bh_below(p, fs->n);
-        if ((fs->e[i].ino != 0) == want)
-            return (int64_t)i;
+        if (fs_eligible(fs, i, want))
+            got = (int64_t)i;
     }
-    uint64_t s = bh_below(p, fs->n);
-    for (uint64_t k = 0; k < fs->n; k++) {
-        uint64_t i = (s + k) % fs->n;
-        if ((fs->e[i].ino != 0) == want)
-            return (int64_t)i;
+    if (got < 0) {
+        uint64_t s = bh_below(p, fs->n);
+        for (uint64_t k = 0; k < fs->n && got < 0; k++)
+            if (fs_eligible(fs, (s + k) % fs->n, want))
+                got = (int64_t)((s + k) % fs->n);
     }
-    return -1;
+    if (got >= 0)
+        fs->e[got].busy = true;
+    return got;
+}
+
+/* bh_fentry_done -- see bench_int.h. */
+void bh_fentry_done(struct bh_fileset *fs, int64_t idx)
+{
+    if (idx >= 0)
+        fs->e[idx].busy = false;
 }

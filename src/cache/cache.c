@@ -603,6 +603,20 @@ static void cache_snap_put(struct ubj_cache *c, struct cache_snap *s)
 
 /* ---- writing home -------------------------------------------------------- */
 
+/* cache_clock_ns -- the configured clock for device waits, or 0. */
+static inline uint64_t cache_clock_ns(const struct ubj_cache *c)
+{
+    return c->cfg.clock_ns != NULL ? c->cfg.clock_ns(c->cfg.clock_ctx) : 0;
+}
+
+/* cache_count_wait_locked -- add the clock time since t0 to *ctr. */
+static inline void cache_count_wait_locked(const struct ubj_cache *c, uint64_t *ctr,
+                                           uint64_t t0)
+{
+    uint64_t t = cache_clock_ns(c);
+    *ctr += t > t0 ? t - t0 : 0;
+}
+
 /* cache_count_write_locked -- account one block written home. */
 static void cache_count_write_locked(struct ubj_cache *c, const struct ubj_buf *b)
 {
@@ -783,7 +797,9 @@ static bool cache_clock_dirty_locked(struct ubj_cache *c, struct ubj_buf *b,
                                      unsigned wflags, int *io_err, bool *deferred)
 {
     int verdict;
+    uint64_t t0 = cache_clock_ns(c);
     int rc = cache_write_one_locked(c, b, wflags, &verdict);
+    cache_count_wait_locked(c, &c->stats.victim_wait_ns, t0);
     if (rc < 0) {
         *io_err = rc;
         b->referenced = 1;
@@ -1116,6 +1132,7 @@ static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags,
                       pthread_mutex_t *outer, bool *dropped)
 {
     int rc = 0;
+    uint64_t t0 = 0;
     if (flags & UBJ_GET_NOREAD)
         outer = NULL;
     bool drop = cache_outer_drop_locked(c, outer);
@@ -1124,9 +1141,13 @@ static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags,
         memset(b->data, 0, CACHE_BS);
     } else {
         cache_outer_release(c, b->d->blkno, outer, drop, dropped);
+        t0 = cache_clock_ns(c);
         rc = ubj_bdev_read(c->dev, b->d->blkno, 1, b->data);
     }
     pthread_mutex_lock(&c->lock);
+    if (!(flags & UBJ_GET_NOREAD))
+        cache_count_wait_locked(c, *dropped ? &c->stats.read_wait_unlocked_ns
+                                            : &c->stats.read_wait_locked_ns, t0);
     b->io_busy = 0;
     pthread_cond_broadcast(&c->io_cv);
     if (rc < 0) {
@@ -1362,8 +1383,11 @@ static int cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
     bool drop = cache_outer_drop_locked(c, outer);
     pthread_mutex_unlock(&c->lock);
     cache_outer_release(c, blkno, outer, drop, dropped);
+    uint64_t t0 = cache_clock_ns(c);
     int rc = cache_run_read(c, out, m);
     pthread_mutex_lock(&c->lock);
+    cache_count_wait_locked(c, *dropped ? &c->stats.read_wait_unlocked_ns
+                                        : &c->stats.read_wait_locked_ns, t0);
     for (uint32_t j = 0; j < m; j++) {
         struct ubj_buf *b = out[j];
         b->io_busy = 0;

@@ -134,6 +134,13 @@ struct ubj_cache_stats {
                                     passed cold (not referenced since its
                                     last pass): ones it would have evicted
                                     were they CLEAN */
+    /* Device waits on the configured clock (clock_ns; 0 without one):
+     * reads of a miss or run with the caller's lock held (ubj_cache_get,
+     * _get_run) or released (the _unlocking gets that did release it),
+     * and CLOCK's writes of a dirty victim home before a buffer could be
+     * claimed (the caller's lock held, whichever get it was). */
+    uint64_t read_wait_locked_ns, read_wait_unlocked_ns;
+    uint64_t victim_wait_ns;
 };
 
 struct ubj_cache;
@@ -149,6 +156,10 @@ struct ubj_cache_config {
     void (*seal)(void *ctx, uint64_t blkno, void *data);
     void *ctx;                      /* seal's */
     unsigned flags;                 /* UBJ_CACHE_* */
+    /* The clock device waits are timed on (stats' *_wait_ns), ns; called
+     * without c->lock from the waiting thread.  NULL: not timed. */
+    uint64_t (*clock_ns)(void *clock_ctx);
+    void *clock_ctx;
 };
 
 /* ---- write hooks (docs/DESIGN.md, "Cache write hooks") ------------------- */

@@ -774,6 +774,15 @@ static int super_mark_home(struct ubj_fs *fs)
     return 0;
 }
 
+/* super_clock_ns -- the mount's clock (fs_now: ubj_config.now, else
+ * CLOCK_REALTIME) in ns, for the cache's device-wait counters. */
+static uint64_t super_clock_ns(void *ctx)
+{
+    struct timespec ts;
+    fs_now(ctx, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* super_mount_mode -- check the last mount, attach the mode's resources,
  * create the cache and mount the consistency mode (its recovery). */
 static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
@@ -790,6 +799,7 @@ static int super_mount_mode(struct ubj_fs *fs, const struct ubj_config *cfg)
     struct ubj_cache_config cc = {
         .nbufs = nbufs, .seal = fs_seal, .ctx = fs,   /* the mode registers
                                                          its hooks at mount */
+        .clock_ns = super_clock_ns, .clock_ctx = fs,  /* device waits */
     };
     struct ubj_mode_image img;
     fs_mode_image(&fs->sb, fs->dev, (fs->flags & UBJ_MOUNT_RDONLY) != 0, &img);
@@ -1115,5 +1125,8 @@ void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out)
     out->recovery_ns = fs->txn.stats.recovery_ns;
     out->nvm_model_ns = fs->txn.stats.nvm_model_ns;
     out->nvm_model_energy_j = fs->txn.stats.nvm_model_energy_j;
+    out->read_wait_locked_ns = cs.read_wait_locked_ns;
+    out->read_wait_unlocked_ns = cs.read_wait_unlocked_ns;
+    out->victim_wait_ns = cs.victim_wait_ns;
     fs_stop(fs, h, 0);
 }

@@ -109,21 +109,28 @@ int tools_bout_table(FILE *f, const struct tools_bout_row *rows, size_t n)
     int wm = bout_width(rows, n, BOUT_MODE, 4);
     fputs("(MiB written: data + meta + jrnl = all storage writes; ckpt_MiB is the part of "
           "data + meta that checkpoints wrote home, not an addition)\n", f);
-    fprintf(f, "%-*s %-*s %-*s %8s %10s %11s %8s %8s %9s %9s %9s %9s %9s %8s %9s %6s\n",
+    fputs("(locked%: of the device time reads and cache misses' victim writes "
+          "were waited for, the share with the mount lock held)\n", f);
+    fprintf(f, "%-*s %-*s %-*s %8s %10s %11s %8s %8s %9s %9s %9s %9s %9s %8s %9s %6s %8s\n",
             ww, "workload", wd, "device", wm, "mode", "txns", "elapsed_s", "txn/s",
             "p50_ms", "p99_ms", "data_MiB", "meta_MiB", "jrnl_MiB", "ckpt_MiB",
-            "nvm_MiB", "flushes", "energy_J", "hit%");
+            "nvm_MiB", "flushes", "energy_J", "hit%", "locked%");
     for (size_t i = 0; i < n; i++) {
         const struct bh_result *r = &rows[i].r;
+        char lk[16] = "-";
+        uint64_t held = r->read_wait_locked_ns + r->victim_wait_ns;
+        if (held + r->read_wait_unlocked_ns > 0)
+            snprintf(lk, sizeof lk, "%.1f",
+                     100.0 * (double)held / (double)(held + r->read_wait_unlocked_ns));
         fprintf(f, "%-*s %-*s %-*s %8llu %10.3f %11.1f %8.3f %8.3f %9.2f %9.2f %9.2f "
-                "%9.2f %9.2f %8llu %9.3f %6.1f\n",
+                "%9.2f %9.2f %8llu %9.3f %6.1f %8s\n",
                 ww, r->workload, wd, r->device, wm, r->mode, (unsigned long long)r->ops,
                 (double)r->elapsed_ns / 1e9, r->ops_per_s,
                 (double)r->lat_p50_ns / 1e6, (double)r->lat_p99_ns / 1e6,
                 (double)r->bytes_data / BOUT_MIB, (double)r->bytes_metadata / BOUT_MIB,
                 (double)r->bytes_journal / BOUT_MIB, (double)r->bytes_checkpoint / BOUT_MIB,
                 (double)r->nvm_bytes / BOUT_MIB, (unsigned long long)r->dev_flushes,
-                r->energy_dev_j + r->energy_nvm_j, r->hit_ratio * 100.0);
+                r->energy_dev_j + r->energy_nvm_j, r->hit_ratio * 100.0, lk);
     }
     return bout_ferr(f);
 }
@@ -332,7 +339,7 @@ int tools_bout_csv(FILE *f, const struct tools_bout_row *rows, size_t n)
         fprintf(f, ",op_%s", bout_opnames[k]);
     for (int k = 0; k < BH_OP_NR; k++)
         fprintf(f, ",init_op_%s", bout_opnames[k]);
-    fputc('\n', f);
+    fputs(",txn_overlap_max,read_wait_locked_ns,read_wait_unlocked_ns,victim_wait_ns\n", f);
     for (size_t i = 0; i < n; i++) {
         const struct bh_result *r = &rows[i].r;
         const char *s[5] = { r->workload, r->mode, r->device, r->nvm_profile, rows[i].clock };
@@ -359,7 +366,10 @@ int tools_bout_csv(FILE *f, const struct tools_bout_row *rows, size_t n)
             fprintf(f, ",%llu", (unsigned long long)r->opcount[k]);
         for (int k = 0; k < BH_OP_NR; k++)
             fprintf(f, ",%llu", (unsigned long long)r->init_opcount[k]);
-        fputc('\n', f);
+        fprintf(f, ",%u,%llu,%llu,%llu\n", r->txn_overlap_max,
+                (unsigned long long)r->read_wait_locked_ns,
+                (unsigned long long)r->read_wait_unlocked_ns,
+                (unsigned long long)r->victim_wait_ns);
     }
     return bout_ferr(f);
 }
@@ -435,6 +445,7 @@ static void bout_json_config(FILE *f, const struct tools_bout_meta *m)
     bout_json_kstr(f, "readahead", m->readahead);
     bout_json_ku64(f, "op_cpu_ns", m->op_cpu_ns);
     fprintf(f, "\"final_sync\": %s, ", m->final_sync ? "true" : "false");
+    fprintf(f, "\"serial\": %s, ", m->serial ? "true" : "false");
     fputs("\"wall_s\": ", f);
     bout_json_num(f, m->wall_s);
     fputs(",\n    \"requested\": {", f);
@@ -494,6 +505,10 @@ static void bout_json_row(FILE *f, const struct tools_bout_row *row)
     bout_json_ku64(f, "app_bytes_read", r->app_bytes_read);
     bout_json_ku64(f, "commits", r->commits);
     bout_json_ku64(f, "checkpoints", r->checkpoints);
+    bout_json_ku64(f, "txn_overlap_max", r->txn_overlap_max);
+    bout_json_ku64(f, "read_wait_locked_ns", r->read_wait_locked_ns);
+    bout_json_ku64(f, "read_wait_unlocked_ns", r->read_wait_unlocked_ns);
+    bout_json_ku64(f, "victim_wait_ns", r->victim_wait_ns);
     bout_json_ops(f, "opcount", r->opcount);
     fputs(", ", f);
     bout_json_ops(f, "init_opcount", r->init_opcount);

@@ -47,6 +47,7 @@ struct tools_bout_meta {
     double wall_s;          /* host seconds of the whole invocation */
     uint64_t op_cpu_ns;     /* CPU ns charged per file-system call */
     bool final_sync;        /* elapsed time includes the final sync */
+    bool serial;            /* --serial (real clock: no overlap) */
     uint32_t req_cache_blocks;      /* as asked (0 = default) */
     uint64_t req_image_blocks;
     uint32_t req_commit_interval_ms;

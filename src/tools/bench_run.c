@@ -66,6 +66,7 @@ struct brun_args {
     uint32_t cache_blocks, commit_ms;
     uint64_t image_blocks, ops, think_ns, seed, op_cpu_ns;
     bool no_final_sync;
+    bool serial;                  /* --serial: BH_F_SERIAL */
     unsigned procs;
     double scale;              /* 0: workload default (run) or preset (headline) */
     bool think_set;
@@ -137,6 +138,8 @@ static void brun_usage(void)
            "      --op-cpu TIME     CPU time charged per file-system call (system\n"
            "                        call + VFS cost the models do not see; default 0)\n"
            "      --no-final-sync   leave the final sync out of the elapsed time\n"
+           "      --serial          real clock: one transaction at a time (by\n"
+           "                        default the processes' transactions overlap)\n"
            "      --seed N          random seed (default 1)\n"
            "      --clock KIND      virtual (default: deterministic, no sleeping) or\n"
            "                        real (threads; requests sleep until done)\n"
@@ -253,7 +256,7 @@ static int brun_u64(const char *opt, const char *s, uint64_t min, uint64_t max, 
 enum {
     BO_NVM = 256, BO_RA, BO_CACHE, BO_IMAGE, BO_COMMIT, BO_SCALE, BO_PROCS, BO_OPS, BO_THINK,
     BO_KV, BO_SEED, BO_CLOCK, BO_TOUT, BO_TIN, BO_CSV, BO_JSON, BO_PLOT, BO_RESULTS,
-    BO_NOPLOT, BO_QUICK, BO_HELP, BO_OPCPU, BO_NOSYNC,
+    BO_NOPLOT, BO_QUICK, BO_HELP, BO_OPCPU, BO_NOSYNC, BO_SERIAL,
 };
 
 static const struct option brun_lopts[] = {
@@ -283,6 +286,7 @@ static const struct option brun_lopts[] = {
     { "quick", no_argument, NULL, BO_QUICK },
     { "op-cpu", required_argument, NULL, BO_OPCPU },
     { "no-final-sync", no_argument, NULL, BO_NOSYNC },
+    { "serial", no_argument, NULL, BO_SERIAL },
     { "help", no_argument, NULL, BO_HELP },
     { NULL, 0, NULL, 0 },
 };
@@ -362,6 +366,7 @@ static int brun_opt_str(struct brun_args *a, int c, char *arg)
     case BO_NOPLOT: a->no_plot = true; return 0;
     case BO_QUICK: a->quick = true; return 0;
     case BO_NOSYNC: a->no_final_sync = true; return 0;
+    case BO_SERIAL: a->serial = true; return 0;
     case BO_CLOCK: {
         int rc = tools_bench_clock(arg, &a->clock);
         return rc < 0 ? 0 : rc;
@@ -564,7 +569,8 @@ static int brun_one(const struct brun_args *a, const char *w, const char *m, con
                     .seed = a->seed, .kv = a->kv,
                     .think_ns = a->think_set ? a->think_ns : 0 },
         .trace_out = a->trace_out, .trace_in = a->trace_in, .op_cpu_ns = a->op_cpu_ns,
-        .flags = a->no_final_sync ? BH_F_NO_FINAL_SYNC : 0,
+        .flags = (a->no_final_sync ? BH_F_NO_FINAL_SYNC : 0) |
+                 (a->serial ? BH_F_SERIAL : 0),
         .progress = brun_progress, .progress_arg = pr,
     };
     snprintf(pr->label, sizeof pr->label, "%s %s %s", w, m, d);
@@ -820,6 +826,7 @@ static void brun_meta(const struct brun_args *a, struct tools_bout_meta *m, doub
     m->wall_s = wall_s;
     m->op_cpu_ns = a->op_cpu_ns;
     m->final_sync = !a->no_final_sync;
+    m->serial = a->serial;
     m->req_cache_blocks = a->cache_blocks;
     m->req_image_blocks = a->image_blocks;
     m->req_commit_interval_ms = a->commit_ms;

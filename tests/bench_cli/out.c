@@ -194,8 +194,9 @@ static void t_table(void **state)
     t_mem_open(&m);
     assert_int_equal(tools_bout_table(m.f, v, n), 0);
     t_mem_close(&m);
-    assert_int_equal(t_count(m.buf, "\n"), n + 2);
+    assert_int_equal(t_count(m.buf, "\n"), n + 3);
     assert_non_null(strstr(m.buf, "ckpt_MiB is the part of data + meta"));
+    assert_non_null(strstr(m.buf, "locked%: of the device time"));
     assert_non_null(strstr(m.buf, "\nworkload "));
     assert_non_null(strstr(m.buf, "hdd:x,qd=2"));
     free(m.buf);
@@ -230,7 +231,8 @@ static void t_csv(void **state)
     assert_non_null(strstr(m.buf, ",hit_ratio,sync_ns,app_bytes_written,app_bytes_read,"
                                   "commits,checkpoints,op_create,op_unlink,"));
     assert_non_null(strstr(m.buf, ",op_other,init_op_create,"));
-    assert_non_null(strstr(m.buf, ",init_op_other\n"));
+    assert_non_null(strstr(m.buf, ",init_op_other,txn_overlap_max,read_wait_locked_ns,"
+                                  "read_wait_unlocked_ns,victim_wait_ns\n"));
     size_t lines = 0, want = 0;
     for (char *p = m.buf; *p; lines++) {
         char *e = strchr(p, '\n');
@@ -241,7 +243,7 @@ static void t_csv(void **state)
         assert_int_equal(f, want);
         p = e + 1;
     }
-    assert_int_equal(want, 32 + 2 * BH_OP_NR);
+    assert_int_equal(want, 32 + 2 * BH_OP_NR + 4);
     assert_int_equal(lines, n + 1);
     assert_non_null(strstr(m.buf, "\npostmark,ubj,\"hdd:x,qd=2\",dram,virtual,0.5,100,7,4096,2,"
                                   "100,1000000000,80,"));

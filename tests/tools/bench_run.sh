@@ -29,6 +29,7 @@ for p in op init_op; do
     cols+=",${p}_$o"
   done
 done
+cols+=",txn_overlap_max,read_wait_locked_ns,read_wait_unlocked_ns,victim_wait_ns"
 
 # check_csv FILE ROWS -- header = the documented columns, ROWS data rows
 # of as many fields, numbers where numbers belong
