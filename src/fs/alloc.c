@@ -395,7 +395,9 @@ static int alloc_check_cached(struct ubj_fs *fs, uint64_t start, uint32_t n)
 }
 
 /* alloc_in_block -- a run of up to `want` free bits of block i at or after
- * local bit `from`.  1 and *bit,*got if allocated; 0 if none; -errno. */
+ * local bit `from`.  1 and *bit,*got if allocated; 0 if none; -errno.
+ * With h NULL nothing is taken: 1 and *bit (*got 1) name the first free
+ * bit an allocation would take. */
 static int alloc_in_block(struct ubj_fs *fs, struct ubj_handle *h,
                           const struct alloc_map *m, uint64_t i, uint32_t from,
                           uint32_t want, uint32_t *bit, uint32_t *got)
@@ -420,9 +422,11 @@ static int alloc_in_block(struct ubj_fs *fs, struct ubj_handle *h,
     uint32_t f = alloc_find(w, from, hi, 0);
     if (from_low)
         m->low[i] = f;
-    if (f >= hi) {
+    if (f >= hi || h == NULL) {   /* none; or a peek (fs_ialloc_peek) */
         ubj_cache_put(fs->cache, b);
-        return 0;
+        *bit = f;
+        *got = 1;
+        return f < hi;
     }
     uint32_t limit = hi - f < want ? hi - f : want;
     uint32_t e = alloc_find(w, f, f + limit, 1);
@@ -491,19 +495,29 @@ int fs_balloc(struct ubj_fs *fs, struct ubj_handle *h, uint64_t goal,
     return 0;   /* the superblock's counts are written lazily */
 }
 
+/* alloc_ifind -- the inode an allocation near `hint` takes (h) or would
+ * take (h NULL): 0 and *out, -ENOSPC (no message), -errno. */
+static int alloc_ifind(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t hint,
+                       uint64_t *out)
+{
+    struct alloc_map m;
+    uint32_t got;
+    if (fs->sb.free_inodes == 0)
+        return -ENOSPC;
+    alloc_imap(fs, &m);
+    if (hint < m.lo || hint >= m.hi)
+        hint = fs->ialloc_hint;
+    return alloc_search(fs, h, &m, hint, 1, out, &got);
+}
+
 /* fs_ialloc -- allocate an inode near `hint`. */
 int fs_ialloc(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t hint,
               ubj_ino_t *out)
 {
-    struct alloc_map m;
     uint64_t ino;
-    uint32_t got;
     if (fs->sb.free_inodes == 0)
         return ubj_set_error(-ENOSPC, "no free inodes");
-    alloc_imap(fs, &m);
-    if (hint < m.lo || hint >= m.hi)
-        hint = fs->ialloc_hint;
-    int rc = alloc_search(fs, h, &m, hint, 1, &ino, &got);
+    int rc = alloc_ifind(fs, h, hint, &ino);
     if (rc == -ENOSPC)
         return ubj_set_error(rc, "no free inodes (bitmap full; the "
                              "superblock counted %llu free)",
@@ -513,8 +527,17 @@ int fs_ialloc(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t hint,
     fs->ialloc_hint = ino + 1;
     fs->sb.free_inodes--;
     *out = ino;
-    (void)h;
     return 0;   /* the superblock's counts are written lazily */
+}
+
+/* fs_ialloc_peek -- the inode fs_ialloc(hint) would take now (fs.h). */
+int fs_ialloc_peek(struct ubj_fs *fs, ubj_ino_t hint, ubj_ino_t *out)
+{
+    uint64_t ino;
+    int rc = alloc_ifind(fs, NULL, hint, &ino);
+    if (rc == 0)
+        *out = ino;
+    return rc;
 }
 
 /* ---- freeing --------------------------------------------------------------- */

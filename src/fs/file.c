@@ -30,8 +30,14 @@
  *     copied (as Linux, a read is not atomic against a concurrent write or
  *     truncate: a short read, never stale or foreign bytes).  After
  *     FS_RD_TRIES tries it reads under the lock: it finishes.  Nothing
- *     that writes drops the lock (docs/DESIGN.md, "Device reads outside
- *     the mount lock").
+ *     drops the lock inside a handle (docs/DESIGN.md, "Device reads
+ *     outside the mount lock").
+ *  F5 A write reads before its handle starts (file_preread): the inode,
+ *     the extent paths of its range and the partial blocks it keeps
+ *     bytes of are read with the lock released around each miss, and
+ *     pinned until the write is done; the write then finds them cached.
+ *     Only what an allocation reads (block bitmaps) is read under the
+ *     lock, after the first write access.
  *
  * The read path is the hot one (>= 1e6 cached 4 KiB reads/s): one
  * fs_iget, one extent map per run of blocks, one cache get per block, no
@@ -49,6 +55,7 @@
 #define FILE_BLOCKS_END (1ULL << 32)    /* one past the last logical block */
 #define FILE_TREE_CREDITS 12u           /* extent nodes on a path, twice */
 #define FILE_ATIME_MAX_AGE (24 * 3600)  /* relatime: seconds */
+#define FILE_PREREAD_RUNS 8u            /* extent runs a write's pre-read maps */
 
 /* file_err -- a failing entry point's message: the lower layer's message
  * prefixed with the operation (or, if there is none, the operation, inode
@@ -68,14 +75,7 @@ static int file_err(int rc, const char *op, ubj_ino_t ino)
 static int file_handle_start(struct ubj_fs *fs, uint64_t credits,
                              struct ubj_handle **h)
 {
-    *h = NULL;
-    if (fs->flags & UBJ_MOUNT_RDONLY)
-        return ubj_set_error(-EROFS, "file system is mounted read-only");
-    if (fs->error)
-        return ubj_set_error(-EROFS, "file system is read-only after an error "
-                             "(%s): unmount and run fsck", strerror(-fs->error));
-    return ubj_txn_start(&fs->txn, credits > UINT32_MAX ? UINT32_MAX
-                                                        : (uint32_t)credits, h);
+    return fs_handle_start(fs, credits, h);
 }
 
 /* file_trunc_credits -- blocks a truncate of this inode may dirty: the
@@ -464,20 +464,91 @@ static ssize_t file_write_locked(struct ubj_fs *fs, struct ubj_handle *h,
     return (ssize_t)(pos - off);
 }
 
+/* file_preread_block -- pre-read (and pin) data block pblk. */
+static int file_preread_block(struct ubj_fs *fs, uint64_t pblk)
+{
+    struct ubj_buf *b;
+    int rc = fs_get_read(fs, pblk, &b);
+    if (rc == 0)
+        ubj_cache_put(fs->cache, b);   /* the pin keeps it */
+    return rc;
+}
+
+/* file_preread_range -- the extent paths of [off, off + size) (one
+ * fs_ext_map per run of equal status, at most FILE_PREREAD_RUNS) and the
+ * partial first and last blocks the write will read (F3: mapped, old
+ * bytes surviving, inside the old size). */
+static int file_preread_range(struct ubj_fs *fs, struct fs_iref *r, uint64_t off,
+                              uint64_t size)
+{
+    uint64_t end = off + size, isize = r->ip->size;
+    uint32_t first = (uint32_t)(off / UBJ_BS), last = (uint32_t)((end - 1) / UBJ_BS);
+    bool head = off % UBJ_BS != 0 && off / UBJ_BS * UBJ_BS < isize;
+    bool tail = end % UBJ_BS != 0 && (uint64_t)last * UBJ_BS < isize &&
+                (last != first || !head);
+    uint32_t lblk = first;
+    for (unsigned k = 0; k < FILE_PREREAD_RUNS && lblk <= last; k++) {
+        uint64_t pblk;
+        uint32_t len;
+        int rc = fs_ext_map(fs, r, lblk, last - lblk + 1, &pblk, &len);
+        if (rc == 0 && pblk != 0 && head && lblk == first)
+            rc = file_preread_block(fs, pblk);
+        if (rc == 0 && pblk != 0 && tail && last - lblk < len)
+            rc = file_preread_block(fs, pblk + (last - lblk));
+        if (rc < 0)
+            return rc;
+        lblk += len;
+    }
+    return 0;
+}
+
+/* What a write's pre-read reads: its inode and range. */
+struct file_pre {
+    ubj_ino_t ino;
+    uint64_t off, size;
+};
+
+/*
+ * file_preread -- a write's pre-read (issue 20 item 3; F5;
+ * fs_start_read_first): the inode, the extent paths of its range, the
+ * partial blocks it keeps bytes of (F3), read and pinned before its
+ * handle starts.  Only a prefetch: the write looks all up again under
+ * the lock.  The block bitmaps an allocation reads cannot be known
+ * before it: those reads stay under the lock (counted: ubj_fs_stats).
+ */
+static int file_preread(struct ubj_fs *fs, void *arg)
+{
+    const struct file_pre *p = arg;
+    struct fs_iref r;
+    int rc = fs_iget(fs, p->ino, &r);
+    if (rc < 0)
+        return rc;
+    if (S_ISREG(r.ip->mode) && p->size > 0 && p->off < UBJ_MAX_FILE_SIZE)
+        rc = file_preread_range(fs, &r, p->off,
+                                p->size < UBJ_MAX_FILE_SIZE - p->off ? p->size
+                                                    : UBJ_MAX_FILE_SIZE - p->off);
+    fs_iput(fs, &r);
+    return rc;
+}
+
 /* file_pwrite_once -- one handle's worth of pwrite (at most
- * file_write_chunk bytes); the checks run even for size 0. */
+ * file_write_chunk bytes) after its pre-read; the checks run even for
+ * size 0. */
 static ssize_t file_pwrite_once(struct ubj_fs *fs, ubj_ino_t ino, const void *buf,
                                 size_t size, uint64_t o)
 {
     struct ubj_handle *h;
     struct fs_iref r;
+    struct fs_rd rd;
+    struct file_pre pre = { .ino = ino, .off = o, .size = size };
     uint64_t nblocks = size ? (o + size - 1) / UBJ_BS - o / UBJ_BS + 1 : 0;
-    int rc = fs_start(fs, (uint32_t)file_write_credits(nblocks), &h);
+    int rc = fs_start_read_first(fs, (uint32_t)file_write_credits(nblocks), &h, &rd,
+                                 file_preread, &pre);
     if (rc < 0)
         return file_err(rc, "pwrite", ino);
     rc = fs_iget(fs, ino, &r);
     if (rc < 0)
-        return fs_stop(fs, h, file_err(rc, "pwrite", ino));
+        return fs_stop_read_first(fs, h, file_err(rc, "pwrite", ino), &rd);
     ssize_t n = file_check_reg(r.ip, "pwrite", ino);
     if (n == 0 && size > 0 && o >= UBJ_MAX_FILE_SIZE)
         n = ubj_set_error(-EFBIG, "pwrite: inode %llu: offset %llu beyond the "
@@ -491,7 +562,7 @@ static ssize_t file_pwrite_once(struct ubj_fs *fs, ubj_ino_t ino, const void *bu
             n = file_err((int)n, "pwrite", ino);
     }
     fs_iput(fs, &r);
-    return fs_stop(fs, h, (int)n);
+    return fs_stop_read_first(fs, h, (int)n, &rd);
 }
 
 /* file_write_chunk -- bytes one handle may write: an eighth of the cache
@@ -726,7 +797,9 @@ int ubj_open(struct ubj_fs *fs, ubj_ino_t ino, int flags)
 {
     struct ubj_handle *h;
     struct fs_iref r;
-    fs_start(fs, 0, &h);
+    struct fs_rd rd;
+    struct file_pre pre = { .ino = ino };   /* the inode: O_TRUNC writes it */
+    fs_start_read_first(fs, 0, &h, &rd, file_preread, &pre);
     int rc = fs_iget(fs, ino, &r);
     if (rc == 0) {
         rc = file_open_locked(fs, &r, flags, &h);
@@ -736,7 +809,7 @@ int ubj_open(struct ubj_fs *fs, ubj_ino_t ino, int flags)
     }
     if (rc < 0)
         rc = file_err(rc, "open", ino);
-    return fs_stop(fs, h, rc);
+    return fs_stop_read_first(fs, h, rc, &rd);
 }
 
 /* file_release_last -- the last close: free the inode if it has no name. */

@@ -115,6 +115,9 @@ struct ubj_fs {
     /* added by super.c/alloc.c (private to them) */
     struct fs_alloc *alloc;        /* alloc.c: per-bitmap-block free counts */
     /* device reads outside the lock (meta.c, fs_get_read) */
+    uint32_t rd_pins;              /* [lock] buffers pinned by writers'
+                                      pre-reads (fs_rd_pin), at most
+                                      FS_RD_PIN_SHARE-th of the cache */
     uint64_t gen;                  /* [lock] bumped before every change to a
                                       block (fs_gen_bump): a reader that
                                       released the lock and finds it moved
@@ -143,12 +146,32 @@ struct fs_rd {
     struct ubj_fs *fs;
     uint64_t gen0;      /* fs->gen when this try began */
     unsigned tries;
+    bool pinning;       /* a writer's pre-read: keep what it gets */
+    unsigned npin;
+    struct ubj_buf *pin[8];
 };
 #define FS_RESTART (-ERESTART)   /* internal: never returned to a caller */
 #define FS_RD_TRIES 4u
+#define FS_RD_PIN_SHARE 16u      /* pins of all pre-reads <= nbufs / 16 */
 void fs_rd_begin(struct ubj_fs *fs, struct fs_rd *rd);
 bool fs_rd_again(struct fs_rd *rd, int rc);
 void fs_rd_end(struct fs_rd *rd);
+/*
+ * A writer's pre-read (issue 20 item 3: after its first write access an
+ * operation must not wait for the device under the lock, so it reads
+ * what it will change before its handle starts).  fs_rd_begin_pinned
+ * instead of fs_rd_begin (lock held, no handle yet): each block its
+ * body gets through fs_get_read is also pinned -- a second reference
+ * kept in rd->pin[] (at most 8, and the mount's pins at most
+ * nbufs / FS_RD_PIN_SHARE, so pins can never fill the cache that the
+ * handles' credits account for) -- until fs_rd_unpin, which the
+ * operation calls before fs_stop, its change done.  The pre-read is
+ * only a prefetch: the change looks everything up again under the lock
+ * (hits now), so a pin of a block that changed meaning meanwhile costs
+ * a buffer, never correctness.  docs/DESIGN.md, "Writers read first".
+ */
+void fs_rd_begin_pinned(struct ubj_fs *fs, struct fs_rd *rd);
+void fs_rd_unpin(struct fs_rd *rd);
 /* fs_get_read -- ubj_cache_get of blkno (no flags) for the running
  * fs_rd operation, if any: releases the mount lock around a miss's read;
  * 0 and *out, FS_RESTART (nothing held), or the cache's error. */
@@ -199,6 +222,26 @@ int fs_event(struct ubj_handle *h, const struct ubj_buf *b, const void *p,
 /* fs_begin/fs_end: lock + error check / unlock for public entry points. */
 int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h);
 int fs_stop(struct ubj_fs *fs, struct ubj_handle *h, int rc);
+/* fs_handle_start -- with the lock held: refuse a read-only or failed
+ * mount (-EROFS), else start a handle of `credits` (capped at UINT32_MAX).
+ * On failure *h is NULL and the lock still held. */
+int fs_handle_start(struct ubj_fs *fs, uint64_t credits, struct ubj_handle **h);
+/*
+ * fs_start_read_first -- fs_start for a writer that reads first (issue
+ * 20 item 3; fs_rd_begin_pinned above): take the lock, run pre(fs, arg)
+ * as a pinned pre-read (its misses outside the lock, FS_RESTART starting
+ * it over), then start the handle (credits 0: none, the lock alone).  A
+ * pre-read ending in -EIO, -EUCLEAN, -ENOMEM or -ENOBUFS fails the
+ * operation with it (a device fault surfaces once, where the operation
+ * would have met it); any other result (a name not there) is the
+ * operation's to meet and ignored.  On failure nothing is held.  The operation ends with
+ * fs_stop_read_first, which drops the pins.
+ */
+int fs_start_read_first(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h,
+                        struct fs_rd *rd, int (*pre)(struct ubj_fs *fs, void *arg),
+                        void *arg);
+int fs_stop_read_first(struct ubj_fs *fs, struct ubj_handle *h, int rc,
+                       struct fs_rd *rd);
 /* fs_errors_home -- the mode recorded a device error: ERRORS straight
  * into the home superblock (once; keeps the caller's message). */
 void fs_errors_home(struct ubj_fs *fs);
@@ -223,6 +266,10 @@ int fs_balloc(struct ubj_fs *fs, struct ubj_handle *h, uint64_t goal,
               uint32_t want, uint64_t *start, uint32_t *got);
 int fs_bfree(struct ubj_fs *fs, struct ubj_handle *h, uint64_t start, uint64_t count);
 int fs_ialloc(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t hint, ubj_ino_t *out);
+/* fs_ialloc_peek -- the inode fs_ialloc(hint) would take now, changing
+ * nothing (reading the bitmap: a pre-read's guess; another operation
+ * may take it first).  0 and *out, -ENOSPC, FS_RESTART, -errno. */
+int fs_ialloc_peek(struct ubj_fs *fs, ubj_ino_t hint, ubj_ino_t *out);
 int fs_ifree(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino);
 /* fs_ialloc_test -- inode `ino` (< ninodes) in the inode bitmap: 1 marked
  * in use, 0 free, or -EIO/-EUCLEAN. */
@@ -261,6 +308,10 @@ void fs_inode_to_stat(const struct ubj_inode *ip, ubj_ino_t ino, struct ubj_stat
 /* fs_istat -- fs_iget + fs_inode_to_stat + fs_iput: 0 and *st, or
  * fs_iget's error (FS_RESTART too). */
 int fs_istat(struct ubj_fs *fs, ubj_ino_t ino, struct ubj_stat *st);
+/* fs_inode_preread_new -- pre-read (fs_start_read_first) the inode bitmap
+ * and table block fs_inode_new(parent_hint) would use now: 0, FS_RESTART,
+ * -errno. */
+int fs_inode_preread_new(struct ubj_fs *fs, ubj_ino_t parent_hint);
 /* fs_inode_new -- allocate and initialise an inode (mode, cred, times now);
  * the caller links it somewhere.  Returns a write-accessed iref. */
 int fs_inode_new(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent_hint,
@@ -330,6 +381,10 @@ void fs_ofile_test_break(enum fs_ofile_break which);
  * read keeps what it read even if something changed meanwhile (file.c F4
  * broken, and its rule for metadata). */
 void fs_file_test_break(bool no_revalidate);
+/* fs_preread_test_break -- the broken variant `no-preread`:
+ * fs_start_read_first skips the pre-read, so a writer's misses wait for
+ * the device under the lock (as before issue 20 item 3's rule). */
+void fs_preread_test_break(bool no_preread);
 #endif
 
 /* ---- dir.c ---- */

@@ -260,6 +260,21 @@ static void inode_init(struct ubj_fs *fs, struct ubj_inode *ip, uint32_t mode,
         fs_ext_init(ip);
 }
 
+/* fs_inode_preread_new -- a create's pre-read (fs_start_read_first): the
+ * inode bitmap and the inode-table block of the inode fs_inode_new(hint)
+ * would take now. */
+int fs_inode_preread_new(struct ubj_fs *fs, ubj_ino_t parent_hint)
+{
+    ubj_ino_t ino;
+    struct fs_iref r;
+    int rc = fs_ialloc_peek(fs, parent_hint, &ino);
+    if (rc == 0)
+        rc = fs_iget_raw(fs, ino, &r);
+    if (rc == 0)
+        fs_iput(fs, &r);
+    return rc;
+}
+
 /* fs_inode_new -- allocate and initialise an inode; a write-accessed iref. */
 int fs_inode_new(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent_hint,
                  uint32_t mode, const struct ubj_cred *cred, struct fs_iref *r)

@@ -302,6 +302,14 @@ void fs_file_test_break(bool no_revalidate)
 {
     meta_no_revalidate = no_revalidate;
 }
+
+static bool meta_no_preread;      /* broken variant no-preread (fs.h) */
+
+/* fs_preread_test_break -- test builds: the broken variant no-preread. */
+void fs_preread_test_break(bool no_preread)
+{
+    meta_no_preread = no_preread;
+}
 #endif
 
 /* fs_rd_begin -- a try of a handle-less read operation begins (lock held). */
@@ -310,7 +318,44 @@ void fs_rd_begin(struct ubj_fs *fs, struct fs_rd *rd)
     rd->fs = fs;
     rd->gen0 = fs->gen;
     rd->tries = 0;
+    rd->pinning = false;
+    rd->npin = 0;
     fs_rd_cur = rd;
+}
+
+/* fs_rd_begin_pinned -- a writer's pre-read begins (fs.h). */
+void fs_rd_begin_pinned(struct ubj_fs *fs, struct fs_rd *rd)
+{
+    fs_rd_begin(fs, rd);
+    rd->pinning = true;
+}
+
+/* meta_rd_pin -- keep a second reference to blkno's buffer b (held) for
+ * rd's writer, if it has room and the mount's pins stay under their share
+ * (lock held). */
+static void meta_rd_pin(struct fs_rd *rd, uint64_t blkno, struct ubj_buf *b)
+{
+    struct ubj_fs *fs = rd->fs;
+    if (!rd->pinning || rd->npin == sizeof rd->pin / sizeof rd->pin[0] ||
+        fs->rd_pins >= ubj_cache_nbufs(fs->cache) / FS_RD_PIN_SHARE)
+        return;
+    for (unsigned i = 0; i < rd->npin; i++)
+        if (rd->pin[i] == b)
+            return;
+    struct ubj_buf *again;   /* b again, or a newer version of blkno */
+    if (ubj_cache_lookup(fs->cache, blkno, &again) < 0)
+        return;              /* b is held: no I/O, and no lookup counted */
+    rd->pin[rd->npin++] = again;
+    fs->rd_pins++;
+}
+
+/* fs_rd_unpin -- drop a pre-read's pins (lock held). */
+void fs_rd_unpin(struct fs_rd *rd)
+{
+    for (unsigned i = 0; i < rd->npin; i++)
+        ubj_cache_put(rd->fs->cache, rd->pin[i]);
+    rd->fs->rd_pins -= rd->npin;
+    rd->npin = 0;
 }
 
 /* fs_rd_end -- the operation reads no more outside the lock. */
@@ -354,8 +399,12 @@ int fs_get_read(struct ubj_fs *fs, uint64_t blkno, struct ubj_buf **out)
     if (rd == NULL || rd->fs != fs)
         return ubj_cache_get(fs->cache, blkno, 0, out);
     int rc = ubj_cache_get_unlocking(fs->cache, blkno, 0, &fs->lock, out);
-    if (rc <= 0 || !meta_rd_changed(fs, rd))
-        return rc < 0 ? rc : 0;
+    if (rc < 0)
+        return rc;
+    if (rc == 0 || !meta_rd_changed(fs, rd)) {
+        meta_rd_pin(rd, blkno, *out);
+        return 0;
+    }
     ubj_cache_put(fs->cache, *out);
     *out = NULL;
     return FS_RESTART;
@@ -376,6 +425,22 @@ int fs_get_read_run(struct ubj_fs *fs, uint64_t blkno, uint32_t n, struct ubj_bu
     return FS_RESTART;
 }
 
+/* fs_handle_start -- the handle of an operation holding the lock (fs.h). */
+int fs_handle_start(struct ubj_fs *fs, uint64_t credits, struct ubj_handle **h)
+{
+    *h = NULL;
+    if (fs->flags & UBJ_MOUNT_RDONLY)
+        return ubj_set_error(-EROFS, "file system is mounted read-only");
+    if (fs->error)
+        return ubj_set_error(-EROFS, "file system is read-only after an error "
+                             "(%s): unmount and run fsck", strerror(-fs->error));
+    int rc = ubj_txn_start(&fs->txn, credits > UINT32_MAX ? UINT32_MAX
+                                                          : (uint32_t)credits, h);
+    if (rc < 0)
+        *h = NULL;
+    return rc;
+}
+
 /* fs_start -- lock the mount; with credits, refuse a read-only or failed
  * mount and start a handle.  On failure the lock is NOT held. */
 int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h)
@@ -384,19 +449,60 @@ int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h)
     pthread_mutex_lock(&fs->lock);
     if (credits == 0)
         return 0;
-    int rc = 0;
-    if (fs->flags & UBJ_MOUNT_RDONLY)
-        rc = ubj_set_error(-EROFS, "file system is mounted read-only");
-    else if (fs->error)
-        rc = ubj_set_error(-EROFS, "file system is read-only after an error "
-                           "(%s): unmount and run fsck", strerror(-fs->error));
-    else
-        rc = ubj_txn_start(&fs->txn, credits, h);
+    int rc = fs_handle_start(fs, credits, h);
+    if (rc < 0)
+        pthread_mutex_unlock(&fs->lock);
+    return rc;
+}
+
+/* fs_start_read_first -- pre-read, then the handle (fs.h).  A pre-read
+ * that fails on the device or on a corrupt block fails the operation
+ * with that error and message. */
+int fs_start_read_first(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h,
+                        struct fs_rd *rd, int (*pre)(struct ubj_fs *fs, void *arg),
+                        void *arg)
+{
+    *h = NULL;
+    pthread_mutex_lock(&fs->lock);
+    fs_rd_begin_pinned(fs, rd);
+    int rc;
+    if (credits > 0 && ((fs->flags & UBJ_MOUNT_RDONLY) || fs->error)) {
+        fs_rd_end(rd);   /* refused below: nothing to read for */
+        pre = NULL;
+    }
+#if UBJ_TEST_HOOKS
+    if (meta_no_preread) {
+        fs_rd_end(rd);
+        pre = NULL;
+    }
+#endif
+    do
+        rc = pre != NULL ? pre(fs, arg) : 0;
+    while (pre != NULL && fs_rd_again(rd, rc));
+    if (rc == -EIO || rc == -EUCLEAN || rc == -ENOMEM || rc == -ENOBUFS) {
+        /* the device, the image or memory failed: the operation would
+         * have met it in the same read (a fault must surface, never be
+         * absorbed by the operation's own second read) */
+        fs_rd_unpin(rd);
+        return fs_stop(fs, NULL, rc);
+    }
+    ubj_clear_error();   /* a name not there, a full bitmap: the operation's */
+    if (credits == 0)
+        return 0;
+    rc = fs_handle_start(fs, credits, h);
     if (rc < 0) {
-        *h = NULL;
+        fs_rd_unpin(rd);
         pthread_mutex_unlock(&fs->lock);
     }
     return rc;
+}
+
+/* fs_stop_read_first -- drop the pre-read's pins, then fs_stop. */
+int fs_stop_read_first(struct ubj_fs *fs, struct ubj_handle *h, int rc,
+                       struct fs_rd *rd)
+{
+    fs_rd_unpin(rd);
+    return fs_stop(fs, h, rc);
 }
 
 /* meta_home_errors -- put ERRORS into the home superblock straight on the

@@ -72,11 +72,10 @@ static unsigned namei_dt(uint32_t mode)
     return (mode & S_IFMT) >> 12;
 }
 
-/* namei_end -- unlock, and make sure a failure carries a message. */
-static int namei_end(struct ubj_fs *fs, struct ubj_handle *h, int rc,
-                     const char *op, const char *name)
+/* namei_msg -- a failing operation's message if the lower layers left
+ * none; returns rc. */
+static int namei_msg(int rc, const char *op, const char *name)
 {
-    rc = fs_stop(fs, h, rc);
     if (rc < 0 && ubj_errormsg()[0] == '\0') {
         if (name)
             ubj_set_error(rc, "%s '%.64s': %s", op, name, strerror(-rc));
@@ -84,6 +83,23 @@ static int namei_end(struct ubj_fs *fs, struct ubj_handle *h, int rc,
             ubj_set_error(rc, "%s: %s", op, strerror(-rc));
     }
     return rc;
+}
+
+/* namei_end -- unlock, and make sure a failure carries a message. */
+static int namei_end(struct ubj_fs *fs, struct ubj_handle *h, int rc,
+                     const char *op, const char *name)
+{
+    rc = fs_stop(fs, h, rc);
+    return namei_msg(rc, op, name);
+}
+
+/* namei_end_pre -- namei_end of an operation that read first
+ * (fs_start_read_first): its pins dropped. */
+static int namei_end_pre(struct ubj_fs *fs, struct ubj_handle *h, int rc,
+                         const char *op, const char *name, struct fs_rd *rd)
+{
+    rc = fs_stop_read_first(fs, h, rc, rd);
+    return namei_msg(rc, op, name);
 }
 
 /* namei_name -- check one name: 1..255 bytes, no '/'. */
@@ -146,6 +162,51 @@ static int namei_exists(struct ubj_fs *fs, struct fs_iref *d, const char *name,
     if (rc == -ENOENT)
         return 0;
     return rc < 0 ? rc : 1;
+}
+
+/* ---- pre-reads (issue 20 item 3; fs_start_read_first) ------------------ */
+
+/* What a namespace change reads before its handle starts: up to two
+ * (directory, name) pairs, with the inode each name holds, and for a
+ * create the inode bitmap and table block its new inode would take. */
+struct namei_pre {
+    ubj_ino_t dir[2];
+    const char *name[2];
+    unsigned n;
+    bool make;
+};
+
+/* namei_pre_name -- pre-read directory `dir`, the path to `name` in it,
+ * and the inode it names (or, for a create, the new inode's blocks). */
+static int namei_pre_name(struct ubj_fs *fs, ubj_ino_t dir, const char *name,
+                          bool make)
+{
+    struct fs_iref d, c;
+    size_t len;
+    ubj_ino_t ino;
+    int rc = namei_dir(fs, dir, &d);
+    if (rc < 0)
+        return rc;
+    rc = namei_name(name, &len);
+    if (rc == 0 && !namei_is_dot(name, len)) {
+        rc = fs_dir_lookup(fs, &d, name, len, &ino, NULL);
+        if (rc == 0 && fs_iget(fs, ino, &c) == 0)
+            fs_iput(fs, &c);
+        else if (rc == -ENOENT && make)
+            rc = fs_inode_preread_new(fs, dir);
+    }
+    fs_iput(fs, &d);
+    return rc;
+}
+
+/* namei_pre -- fs_start_read_first's pre-read of a namespace change. */
+static int namei_pre(struct ubj_fs *fs, void *arg)
+{
+    const struct namei_pre *p = arg;
+    int rc = 0;
+    for (unsigned i = 0; i < p->n && rc != FS_RESTART; i++)
+        rc = namei_pre_name(fs, p->dir[i], p->name[i], p->make);
+    return rc;
 }
 
 /* namei_nlink_done -- LINK_COUNT for r's new nlink, then fs_idirty. */
@@ -422,11 +483,13 @@ static int namei_make_entry(struct ubj_fs *fs, ubj_ino_t parent, const char *nam
                             struct ubj_stat *st, const char *op)
 {
     struct ubj_handle *h;
-    int rc = fs_start(fs, NAMEI_CR_MAKE, &h);
+    struct fs_rd rd;
+    struct namei_pre pre = { .dir = { parent }, .name = { name }, .n = 1, .make = true };
+    int rc = fs_start_read_first(fs, NAMEI_CR_MAKE, &h, &rd, namei_pre, &pre);
     if (rc < 0)
         return rc;
     rc = namei_make(fs, h, parent, name, nn, cred, st);
-    return namei_end(fs, h, rc, op, name);
+    return namei_end_pre(fs, h, rc, op, name, &rd);
 }
 
 /* namei_mknod -- ubj_mknod under the name of operation `op`. */
@@ -532,11 +595,13 @@ int ubj_link(struct ubj_fs *fs, ubj_ino_t ino, ubj_ino_t newparent,
     ubj_clear_error();
     if (fs == NULL)
         return ubj_set_error(-EINVAL, "link: no file system");
-    int rc = fs_start(fs, NAMEI_CR_LINK, &h);
+    struct fs_rd rd;
+    struct namei_pre pre = { .dir = { newparent }, .name = { newname }, .n = 1 };
+    int rc = fs_start_read_first(fs, NAMEI_CR_LINK, &h, &rd, namei_pre, &pre);
     if (rc < 0)
         return rc;
     rc = namei_link(fs, h, ino, newparent, newname, st);
-    return namei_end(fs, h, rc, "link", newname);
+    return namei_end_pre(fs, h, rc, "link", newname, &rd);
 }
 
 /* ---- removing names ------------------------------------------------------- */
@@ -590,11 +655,13 @@ int ubj_unlink(struct ubj_fs *fs, ubj_ino_t parent, const char *name)
     ubj_clear_error();
     if (fs == NULL)
         return ubj_set_error(-EINVAL, "unlink: no file system");
-    int rc = fs_start(fs, NAMEI_CR_REMOVE, &h);
+    struct fs_rd rd;
+    struct namei_pre pre = { .dir = { parent }, .name = { name }, .n = 1 };
+    int rc = fs_start_read_first(fs, NAMEI_CR_REMOVE, &h, &rd, namei_pre, &pre);
     if (rc < 0)
         return rc;
     rc = namei_remove(fs, h, parent, name, false);
-    return namei_end(fs, h, rc, "unlink", name);
+    return namei_end_pre(fs, h, rc, "unlink", name, &rd);
 }
 
 /* ubj_rmdir -- remove an empty directory. */
@@ -604,11 +671,13 @@ int ubj_rmdir(struct ubj_fs *fs, ubj_ino_t parent, const char *name)
     ubj_clear_error();
     if (fs == NULL)
         return ubj_set_error(-EINVAL, "rmdir: no file system");
-    int rc = fs_start(fs, NAMEI_CR_REMOVE, &h);
+    struct fs_rd rd;
+    struct namei_pre pre = { .dir = { parent }, .name = { name }, .n = 1 };
+    int rc = fs_start_read_first(fs, NAMEI_CR_REMOVE, &h, &rd, namei_pre, &pre);
     if (rc < 0)
         return rc;
     rc = namei_remove(fs, h, parent, name, true);
-    return namei_end(fs, h, rc, "rmdir", name);
+    return namei_end_pre(fs, h, rc, "rmdir", name, &rd);
 }
 
 /* ---- rename ----------------------------------------------------------------- */
@@ -812,7 +881,10 @@ int ubj_rename(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
     if ((flags & ~(UBJ_RENAME_NOREPLACE | UBJ_RENAME_EXCHANGE)) != 0 ||
         flags == (UBJ_RENAME_NOREPLACE | UBJ_RENAME_EXCHANGE))
         return ubj_set_error(-EINVAL, "rename: bad flags 0x%x", flags);
-    int rc = fs_start(fs, NAMEI_CR_RENAME, &h);
+    struct fs_rd rd;
+    struct namei_pre pre = { .dir = { parent, newparent }, .name = { name, newname },
+                             .n = 2 };
+    int rc = fs_start_read_first(fs, NAMEI_CR_RENAME, &h, &rd, namei_pre, &pre);
     if (rc < 0)
         return rc;
     memset(&r, 0, sizeof r);
@@ -832,7 +904,7 @@ int ubj_rename(struct ubj_fs *fs, ubj_ino_t parent, const char *name,
     fs_iput(fs, &r.oc);
     fs_iput(fs, &r.np_own);
     fs_iput(fs, &r.op);
-    return namei_end(fs, h, rc, "rename", name);
+    return namei_end_pre(fs, h, rc, "rename", name, &rd);
 }
 
 /* ---- reading ---------------------------------------------------------------- */

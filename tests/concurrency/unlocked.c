@@ -27,6 +27,10 @@
  *    take them.  R must not return what it read meanwhile: it restarts,
  *    finds the file empty and returns 0.  UBJ_TEST_BREAK=no-revalidate
  *    (file.c keeps the buffer whatever changed) fails it in every mode.
+ *  - test_write_reads_first, test_write_after_preread_change: R is a
+ *    writer (a pwrite keeping bytes of cold's first block; an unlink in
+ *    the cold directory /d), parked in its pre-read (file.c F5); see
+ *    their comments.  UBJ_TEST_BREAK=no-preread fails the first.
  * Threads never call cmocka asserts: they record results and the main
  * thread checks them after joining.
  */
@@ -44,6 +48,8 @@
 #define COLD_BYTES (1024u * 1024u)
 #define CHUNK (64u * 1024u)
 #define NFILES 48              /* files made first: several inode blocks */
+#define WR_OFF 100u            /* the parked writer's pwrite */
+#define WR_LEN 100u
 
 /* watchdog -- SIGALRM: a hang becomes a failure. */
 static void watchdog(int sig)
@@ -63,6 +69,7 @@ struct parked {
     ubj_ino_t cold, warm;
     ubj_ino_t first;     /* the first of the NFILES files (3 bytes long) */
     int r_getattr;       /* R getattrs `first` instead of reading cold */
+    int r_write;         /* R is a writer instead: 1 pwrite, 2 unlink */
     struct ubj_stat r_st;
     int armed;           /* [m] the next unlocked miss parks */
     int parked;          /* [m] R is parked in its device read */
@@ -96,8 +103,14 @@ static void read_hook(void *arg, struct ubj_cache *c, uint64_t blkno)
 static void *thread_r(void *arg)
 {
     (void)arg;
-    ssize_t n = P.r_getattr ? ubj_getattr(P.fs, P.first, &P.r_st)
-                            : ubj_pread(P.fs, P.cold, P.r_buf, P.r_len, 0);
+    ssize_t n;
+    if (P.r_write == 1)        /* keeps bytes of cold's first block: reads it */
+        n = ubj_pwrite(P.fs, P.cold, P.r_buf, WR_LEN, WR_OFF);
+    else if (P.r_write == 2)   /* /d/f1: directory and inode blocks cold */
+        n = ubj_unlink(P.fs, tpath_ino(P.fs, "/d"), "f1");
+    else
+        n = P.r_getattr ? ubj_getattr(P.fs, P.first, &P.r_st)
+                        : ubj_pread(P.fs, P.cold, P.r_buf, P.r_len, 0);
     pthread_mutex_lock(&P.m);
     P.r_n = n;
     P.r_done = 1;
@@ -153,7 +166,7 @@ static void setup(struct tmount *tm, const char *m)
     assert_ok(ubj_sync(tm->fs));
     assert_rc(ubj_pread(tm->fs, P.warm, buf, 4096, 0), 4096);
     free(buf);
-    P.armed = P.parked = P.release = P.r_done = P.s_done = P.r_getattr = 0;
+    P.armed = P.parked = P.release = P.r_done = P.s_done = P.r_getattr = P.r_write = 0;
     P.r_n = 0;
     P.s_rc = 0;
 }
@@ -172,8 +185,10 @@ static bool park_r(pthread_t *r, size_t len, const char *m, char *why, size_t wn
     assert_int_equal(pthread_create(r, NULL, thread_r, NULL), 0);
     if (tflag_wait(&P.m, &P.cv, &P.parked, WAIT_MS))
         return true;
-    snprintf(why, wn, "mode %s: the cold pread or getattr never parked in an unlocked "
-             "device read (it hit the cache, or kept the lock)", m);
+    snprintf(why, wn, "mode %s: the cold %s never parked in an unlocked device "
+             "read (it hit the cache, or kept the lock)", m,
+             P.r_write == 1 ? "pwrite" : P.r_write == 2 ? "unlink"
+             : P.r_getattr ? "getattr" : "pread");
     tflag_set(&P.m, &P.cv, &P.release);
     pthread_join(*r, NULL);
     return false;
@@ -268,6 +283,76 @@ static void reval_one(const char *m, char *why, size_t wn)
     tm_done(&tm, m);
 }
 
+/* write_both -- test_write_reads_first (change false) or
+ * test_write_after_preread_change (change true) in mode m, R the writer
+ * kind (1 pwrite, 2 unlink).  While R is parked in its pre-read: S's
+ * getattr/statfs return; with `change`, cold is truncated to 0 meanwhile
+ * -- R's pwrite must then write into the empty file (a pre-read is only
+ * a prefetch: the write looks everything up again). */
+static void write_both(const char *m, int kind, bool change, char *why, size_t wn)
+{
+    struct tmount tm;
+    why[0] = '\0';
+    setup(&tm, m);
+    P.r_write = kind;
+    pthread_t r, s;
+    if (park_r(&r, WR_LEN, m, why, wn)) {
+        tpattern_fill(P.r_buf, WR_LEN, 3, WR_OFF);
+        assert_int_equal(pthread_create(&s, NULL, thread_s, NULL), 0);
+        int returned = tflag_wait(&P.m, &P.cv, &P.s_done, WAIT_MS);
+        int trc = change ? tpath_truncate(tm.fs, "/cold", 0) : 0;
+        release_r(r);
+        pthread_join(s, NULL);
+        struct ubj_stat st = { 0 };
+        uint8_t got[WR_OFF + WR_LEN];
+        ssize_t back = kind == 1 ? ubj_pread(tm.fs, P.cold, got, sizeof got, 0) : 0;
+        (void)ubj_getattr(tm.fs, P.cold, &st);
+        if (!returned)
+            snprintf(why, wn, "mode %s: getattr/statfs waited behind a writer "
+                     "parked in its device read (the writer read under the mount "
+                     "lock)", m);
+        else if (P.s_rc != 0 || trc != 0)
+            snprintf(why, wn, "mode %s: getattr/statfs %d, truncate %d", m, P.s_rc, trc);
+        else if (kind == 2 && (P.r_n != 0 || tpath_ino(tm.fs, "/d/f1") != 0))
+            snprintf(why, wn, "mode %s: the parked unlink returned %zd", m, P.r_n);
+        else if (kind == 1 && P.r_n != (ssize_t)WR_LEN)
+            snprintf(why, wn, "mode %s: the parked pwrite returned %zd", m, P.r_n);
+        else if (kind == 1 && change && (st.size != WR_OFF + WR_LEN ||
+                                         back != (ssize_t)(WR_OFF + WR_LEN) ||
+                                         tpattern_check(got + WR_OFF, WR_LEN, 3,
+                                                        WR_OFF) != WR_LEN ||
+                                         got[0] != 0 || got[WR_OFF - 1] != 0))
+            snprintf(why, wn, "mode %s: a pwrite whose pre-read saw the old file "
+                     "wrote the truncated one wrong (size %llu, read %zd)", m,
+                     (unsigned long long)st.size, back);
+        else if (kind == 1 && !change && (back != (ssize_t)sizeof got ||
+                                          tpattern_check(got, WR_OFF, 1, 0) != WR_OFF ||
+                                          tpattern_check(got + WR_OFF, WR_LEN, 3,
+                                                         WR_OFF) != WR_LEN))
+            snprintf(why, wn, "mode %s: the parked pwrite's bytes are wrong", m);
+    }
+    ubj_cache_test_read_hook(NULL, NULL);
+    free(P.r_buf);
+    P.r_buf = NULL;
+    tm_done(&tm, m);
+}
+
+/* write_one, unlink_one, write_change_one -- the ways of write_both. */
+static void write_one(const char *m, char *why, size_t wn)
+{
+    write_both(m, 1, false, why, wn);
+}
+
+static void unlink_one(const char *m, char *why, size_t wn)
+{
+    write_both(m, 2, false, why, wn);
+}
+
+static void write_change_one(const char *m, char *why, size_t wn)
+{
+    write_both(m, 1, true, why, wn);
+}
+
 /* One test of one mode. */
 struct one_test {
     void (*one)(const char *m, char *why, size_t wn);
@@ -328,6 +413,35 @@ static void test_read_revalidates(void **state)
     run_both_paths(reval_one, "no-revalidate", fs_file_test_break);
 }
 
+/* test_write_reads_first -- every mode: a pwrite keeping bytes of a cold
+ * block, and an unlink whose directory and inode blocks are cold, read
+ * them before their handles start, outside the mount lock (file.c F5,
+ * fs_start_read_first): parked there, they do not stop a getattr and a
+ * statfs.  UBJ_TEST_BREAK=no-preread (the writer reads under the lock,
+ * after its write access, as before) fails both: the writer never parks
+ * in an unlocked read. */
+static void test_write_reads_first(void **state)
+{
+    (void)state;
+    run_all(write_one, "no-preread", fs_preread_test_break);
+    run_all(unlink_one, "no-preread", fs_preread_test_break);
+}
+
+/* no_break -- run_all's setter for a test without a broken variant. */
+static void no_break(bool on)
+{
+    (void)on;
+}
+
+/* test_write_after_preread_change -- every mode: cold truncated to 0
+ * while a pwrite is parked in its pre-read; the pwrite then writes the
+ * empty file right (zeros, then its bytes): the pre-read is a prefetch. */
+static void test_write_after_preread_change(void **state)
+{
+    (void)state;
+    run_all(write_change_one, "-", no_break);
+}
+
 /* main -- run this suite's tests under the watchdog. */
 int main(void)
 {
@@ -337,6 +451,8 @@ int main(void)
         cmocka_unit_test(test_stat_while_read_parked),
         cmocka_unit_test(test_stat_while_getattr_parked),
         cmocka_unit_test(test_read_revalidates),
+        cmocka_unit_test(test_write_reads_first),
+        cmocka_unit_test(test_write_after_preread_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
