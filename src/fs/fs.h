@@ -16,6 +16,8 @@
  *   ofile.c   open file descriptions (struct ubj_file), fadvise
  *   readahead.c  the read-ahead window engine: which pages a read brings
  *             in, per policy (readahead.h; no I/O, no lock of its own)
+ *   rapath.c  read-ahead in the read path: the engine's callbacks over a
+ *             call, the streams (per open file, per inode), invalidation
  *   dir.c     the per-directory B+tree of names: lookup, add, remove,
  *             iterate, walk
  *   namei.c   namespace operations (mknod, mkdir, unlink, rmdir, rename,
@@ -76,6 +78,16 @@ struct fs_open {
 
 struct fs_alloc;
 
+/* One read-ahead stream (rapath.c): the engine's window and what it
+ * belongs to.  [the mount lock] */
+struct fs_ra_stream {
+    struct fs_ra_state ra;
+    ubj_ino_t ino;        /* the inode it was set up for (0: none yet) */
+    uint32_t epoch;       /* fs->ra_epoch of ino then (S2) */
+    int advice;           /* the UBJ_FADV_* it was set up for */
+};
+#define FS_RA_SLOTS 64u   /* default streams of the inode-number calls */
+
 struct ubj_fs {
     pthread_mutex_t lock;          /* the mount lock */
     _Atomic uint64_t privs_killed; /* set-id bits cleared (ubj_privs_killed) */
@@ -99,6 +111,11 @@ struct ubj_fs {
     uint32_t commit_interval_ms;
     enum fs_ra_policy ra_policy;   /* cfg.readahead: the read path (never
                                       changes after mount) */
+    uint32_t ra_pages;             /* its largest window, pages (linux*) */
+    struct fs_ra_stream ra_slots[FS_RA_SLOTS];  /* [lock] rapath.c */
+    uint32_t ra_epoch[FS_RA_SLOTS];             /* [lock] rapath.c S2 */
+    double ra_energy_j;            /* [lock] model energy of read-ahead
+                                      requests (rapath.c) */
     uint64_t balloc_hint;          /* next-fit cursor for blocks */
     uint64_t ialloc_hint;          /* next-fit cursor for inodes */
     struct fs_open *open[FS_OPEN_BUCKETS];
@@ -157,6 +174,36 @@ int fs_get_read(struct ubj_fs *fs, uint64_t blkno, struct ubj_buf **out);
  * running fs_rd operation, as fs_get_read: k >= 1 buffers in out[0..k),
  * FS_RESTART (nothing held), or the cache's error. */
 int fs_get_read_run(struct ubj_fs *fs, uint64_t blkno, uint32_t n, struct ubj_buf **out);
+
+/* fs_read_ahead -- ubj_cache_readahead of [blkno, blkno + n) with the
+ * marker on `mark`, releasing the mount lock around the device reads for
+ * the running fs_rd operation, as fs_get_read_run: blocks read, FS_RESTART
+ * (the lock was released and fs->gen moved), or the cache's error. */
+int fs_read_ahead(struct ubj_fs *fs, uint64_t blkno, uint32_t n, uint64_t mark);
+
+/* ---- rapath.c: read-ahead in the read path ---- */
+/* One read call's view for the engine's callbacks (the fields after s are
+ * rapath.c's). */
+struct fs_ra_call {
+    struct ubj_fs *fs;
+    struct fs_iref *r;
+    struct fs_ra_stream *s;
+    uint64_t last, npages;              /* the call's end page, the file's pages */
+    uint64_t m_lblk, m_len, m_pblk;     /* the last extent mapped */
+    struct ubj_bdev *md;                /* the model, for energy; or NULL */
+    int err;
+};
+void fs_ra_invalidate(struct ubj_fs *fs, ubj_ino_t ino);
+void fs_ra_stream_advise(const struct ubj_fs *fs, struct fs_ra_stream *s, int advice);
+struct fs_ra_stream *fs_ra_stream(struct ubj_fs *fs, ubj_ino_t ino,
+                                  struct fs_ra_stream *own, int advice);
+void fs_ra_call_begin(struct fs_ra_call *c, struct ubj_fs *fs, struct fs_iref *r,
+                      struct fs_ra_stream *s, uint64_t end);
+int fs_ra_step(struct fs_ra_call *c, uint64_t page);
+/* fs_pread_stream -- ubj_pread through stream `own` (NULL: the inode's
+ * default) with the open file's advice (file.c). */
+ssize_t fs_pread_stream(struct ubj_fs *fs, ubj_ino_t ino, struct fs_ra_stream *own,
+                        int advice, void *buf, size_t size, off_t off);
 
 /* ---- meta.c ---- */
 void fs_seal(void *fs, uint64_t blkno, void *data);   /* cache seal callback */
