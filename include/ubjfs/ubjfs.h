@@ -126,8 +126,18 @@ struct ubj_config {
      * multiple of 4 from 4 to 65536, default 128) reads ahead with Linux's
      * on-demand window, "linux-2013[:KIB]" the same with the sequential-
      * miss test before its 2013 fix (docs/READAHEAD.md); read-ahead is
-     * synchronous.  oracle and adaptive are refused (-EINVAL: not built). */
+     * synchronous.  "adaptive[:KIB]": linux's windows, each read only if
+     * the stream's used fraction pays for it at the device's measured
+     * per-request and per-block cost; "oracle": clairvoyant from
+     * ra_future below (the bound).  docs/READAHEAD.md. */
     const char *readahead;
+    /* The oracle's future (readahead "oracle", required by it: -EINVAL
+     * without; ignored by the other policies): ra_future(ctx, ino, page)
+     * is nonzero if a later read will ask for 4 KiB page `page` of inode
+     * ino -- a benchmark that knows its trace answers it.  Called with the
+     * mount lock held; must not call into the mount. */
+    int (*ra_future)(void *ra_future_ctx, ubj_ino_t ino, uint64_t page);
+    void *ra_future_ctx;
 };
 /* (Re)initialise the region (--format-nvm): refused with -EBUSY while it
  * holds committed blocks not yet written home. */

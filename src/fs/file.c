@@ -218,7 +218,7 @@ static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r,
     uint64_t pos = off;
     struct fs_ra_call call, *ra = NULL;
     if (s != NULL) {
-        fs_ra_call_begin(&call, fs, r, s, end);
+        fs_ra_call_begin(&call, fs, r, s, off, end);
         ra = &call;
     }
     while (pos < end) {

@@ -85,6 +85,17 @@ struct fs_ra_stream {
     ubj_ino_t ino;        /* the inode it was set up for (0: none yet) */
     uint32_t epoch;       /* fs->ra_epoch of ino then (S2) */
     int advice;           /* the UBJ_FADV_* it was set up for */
+    /* adaptive (rapath.c): the used fraction of its read-ahead, measured
+     * over its last two windows beyond the calls' pages */
+    double p_used;        /* moving average, 1 at start */
+    uint64_t w_start[2], w_next[2];   /* [0] older, [1] newer window */
+    uint32_t w_len[2], w_used[2];
+    uint32_t w_off;       /* windows refused since the last probe */
+};
+/* The device's read cost as the adaptive policy measures it: a least-
+ * squares fit of T = a + b k over read-ahead requests of k blocks. */
+struct fs_ra_fit {
+    double n, sk, st, skk, skt;
 };
 #define FS_RA_SLOTS 64u   /* default streams of the inode-number calls */
 
@@ -116,6 +127,10 @@ struct ubj_fs {
     uint32_t ra_epoch[FS_RA_SLOTS];             /* [lock] rapath.c S2 */
     double ra_energy_j;            /* [lock] model energy of read-ahead
                                       requests (rapath.c) */
+    struct fs_ra_fit ra_fit;       /* [lock] adaptive's cost fit (rapath.c) */
+    uint64_t ra_gated;             /* [lock] adaptive: windows refused */
+    int (*ra_future)(void *, ubj_ino_t, uint64_t);   /* cfg's (oracle) */
+    void *ra_future_ctx;
     uint64_t balloc_hint;          /* next-fit cursor for blocks */
     uint64_t ialloc_hint;          /* next-fit cursor for inodes */
     struct fs_open *open[FS_OPEN_BUCKETS];
@@ -188,7 +203,8 @@ struct fs_ra_call {
     struct ubj_fs *fs;
     struct fs_iref *r;
     struct fs_ra_stream *s;
-    uint64_t last, npages;              /* the call's end page, the file's pages */
+    uint64_t first, last, npages;       /* the call's pages, the file's */
+    uint64_t cur;                       /* the page being stepped */
     uint64_t m_lblk, m_len, m_pblk;     /* the last extent mapped */
     struct ubj_bdev *md;                /* the model, for energy; or NULL */
     int err;
@@ -198,7 +214,7 @@ void fs_ra_stream_advise(const struct ubj_fs *fs, struct fs_ra_stream *s, int ad
 struct fs_ra_stream *fs_ra_stream(struct ubj_fs *fs, ubj_ino_t ino,
                                   struct fs_ra_stream *own, int advice);
 void fs_ra_call_begin(struct fs_ra_call *c, struct ubj_fs *fs, struct fs_iref *r,
-                      struct fs_ra_stream *s, uint64_t end);
+                      struct fs_ra_stream *s, uint64_t off, uint64_t end);
 int fs_ra_step(struct fs_ra_call *c, uint64_t page);
 /* fs_pread_stream -- ubj_pread through stream `own` (NULL: the inode's
  * default) with the open file's advice (file.c). */

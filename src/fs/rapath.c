@@ -49,7 +49,9 @@ void fs_ra_invalidate(struct ubj_fs *fs, ubj_ino_t ino)
 static void fs_ra_stream_reset(const struct ubj_fs *fs, struct fs_ra_stream *s,
                                ubj_ino_t ino, int advice)
 {
+    memset(s, 0, sizeof *s);
     fs_ra_init(&s->ra, fs->ra_pages);
+    s->p_used = 1.0;
     s->ino = ino;
     s->epoch = fs->ra_epoch[fs_ra_slot(ino)];
     fs_ra_stream_advise(fs, s, advice);
@@ -71,7 +73,7 @@ void fs_ra_stream_advise(const struct ubj_fs *fs, struct fs_ra_stream *s, int ad
 struct fs_ra_stream *fs_ra_stream(struct ubj_fs *fs, ubj_ino_t ino,
                                   struct fs_ra_stream *own, int advice)
 {
-    if (fs->ra_policy != FS_RA_LINUX && fs->ra_policy != FS_RA_LINUX_2013)
+    if (fs->ra_policy == FS_RA_OFF_PAGE || fs->ra_policy == FS_RA_OFF)
         return NULL;
     struct fs_ra_stream *s = own ? own : &fs->ra_slots[fs_ra_slot(ino)];
     if (s->ino != ino || s->epoch != fs->ra_epoch[fs_ra_slot(ino)])
@@ -132,6 +134,14 @@ static int ra_take_marker(void *ctx, uint64_t page)
     return (ra_probe(ctx, page, true) & UBJ_RA_MARKED) != 0;
 }
 
+/* ra_future -- fs_ra_ops.future: the oracle's answer (ubj_config.ra_future). */
+static int ra_future(void *ctx, uint64_t page)
+{
+    struct fs_ra_call *c = ctx;
+    return c->fs->ra_future != NULL &&
+           c->fs->ra_future(c->fs->ra_future_ctx, c->r->ino, page) != 0;
+}
+
 /* ra_energy -- the model's active energy so far (0 without a model). */
 static double ra_energy(struct ubj_bdev *md)
 {
@@ -141,12 +151,100 @@ static double ra_energy(struct ubj_bdev *md)
     return ms.energy_active_j;
 }
 
-/* ra_submit -- fs_ra_ops.submit: read the pages' mapped blocks ahead, one
- * cache call per physically contiguous stretch; FS_RESTART if the lock
- * was released and something changed (S3: other errors are dropped). */
-static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
+/* ra_now -- the model's clock, ns (0 without a model). */
+static uint64_t ra_now(struct ubj_bdev *md)
 {
-    struct fs_ra_call *c = ctx;
+    struct ubj_clock *clk = md ? ubj_model_clock(md) : NULL;
+    return clk ? ubj_clock_now(clk) : 0;
+}
+
+/* ra_fit_add -- adaptive: one request of k blocks took t ns. */
+static void ra_fit_add(struct fs_ra_fit *f, double k, double t)
+{
+    f->n += 1;
+    f->sk += k;
+    f->st += t;
+    f->skk += k * k;
+    f->skt += k * t;
+}
+
+/* ra_fit_get -- the fit's a (ns per request) and b (ns per block); false
+ * while it cannot tell them apart (fewer than 4 requests, or one size). */
+static bool ra_fit_get(const struct fs_ra_fit *f, double *a, double *b)
+{
+    double det = f->n * f->skk - f->sk * f->sk;
+    if (f->n < 4 || det < 1e-9 * f->n * f->skk)
+        return false;
+    *b = (f->n * f->skt - f->sk * f->st) / det;
+    *a = (f->st - *b * f->sk) / f->n;
+    return true;
+}
+
+/* ra_adaptive_len -- how many of the `x` pages a window asks for beyond
+ * the call's adaptive reads ahead (docs/READAHEAD.md, "adaptive"): a
+ * read-ahead page saves, when used, its share a / r of the request a call
+ * of r pages would make; it costs b when wasted.  With u the stream's
+ * used fraction: all x when u a / r > (1 - u) b and u >= 1/2; x u when
+ * it pays with u below 1/2 (shrink); none when it does not pay (off),
+ * except a probe of 4 pages every 16th refusal to measure u again; none
+ * ever when the device has no per-request cost worth a tenth of a block
+ * (raw NAND: reading ahead saves nothing).  While the fit cannot tell a
+ * from b: all x (the windows are the measurements). */
+static uint32_t ra_adaptive_len(struct fs_ra_call *c, uint32_t x)
+{
+    struct ubj_fs *fs = c->fs;
+    struct fs_ra_stream *s = c->s;
+    double a, b;
+    if (!ra_fit_get(&fs->ra_fit, &a, &b))
+        return x;
+    if (b < 1)
+        b = 1;
+    if (a <= 0.1 * b) {
+        fs->ra_gated++;
+        return 0;   /* no per-request cost: never pays */
+    }
+    double r = (double)(c->last - c->first), u = s->p_used;
+    if (u * a / r > (1 - u) * b)
+        return u >= 0.5 ? x : (uint32_t)(x * u) > 0 ? (uint32_t)(x * u) : 1;
+    fs->ra_gated++;
+    if (++s->w_off % 16 == 0)
+        return x < 4 ? x : 4;   /* probe */
+    return 0;
+}
+
+/* ra_window_note -- adaptive: a window of pages [start, start + n)
+ * beyond the calls was read ahead; the older of the two tracked ones is
+ * done: its used fraction enters the stream's average. */
+static void ra_window_note(struct fs_ra_stream *s, uint64_t start, uint32_t n)
+{
+    if (s->w_len[0] > 0)
+        s->p_used = 0.7 * s->p_used + 0.3 * (double)s->w_used[0] / s->w_len[0];
+    s->w_start[0] = s->w_start[1];
+    s->w_len[0] = s->w_len[1];
+    s->w_used[0] = s->w_used[1];
+    s->w_next[0] = s->w_next[1];
+    s->w_start[1] = start;
+    s->w_len[1] = n;
+    s->w_used[1] = 0;
+    s->w_next[1] = start;
+}
+
+/* ra_window_use -- adaptive: page is read by a call; count it in the
+ * tracked window it falls in (once, pages taken in increasing order). */
+static void ra_window_use(struct fs_ra_stream *s, uint64_t page)
+{
+    for (int w = 0; w < 2; w++)
+        if (page >= s->w_next[w] && page < s->w_start[w] + s->w_len[w]) {
+            s->w_used[w]++;
+            s->w_next[w] = page + 1;
+        }
+}
+
+/* ra_read -- read pages [start, start + n) ahead, one cache call per
+ * physically contiguous stretch (the marker on page `marker`), timing
+ * each for adaptive's fit; FS_RESTART, else 0 (S3: errors dropped). */
+static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t marker)
+{
     struct ubj_fs *fs = c->fs;
     uint64_t mark = UINT64_MAX;
     if (marker != FS_RA_NO_MARKER) {
@@ -166,11 +264,15 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
         if (pblk != 0) {
             uint32_t k = run > UBJ_CACHE_RUN_MAX ? UBJ_CACHE_RUN_MAX : (uint32_t)run;
             double e0 = ra_energy(c->md);
+            uint64_t t0 = ra_now(c->md);
             int rc = fs_read_ahead(fs, pblk, k, mark);
             if (rc == FS_RESTART)
                 return rc;
-            if (rc > 0)
+            if (rc > 0) {
                 fs->ra_energy_j += ra_energy(c->md) - e0;
+                if (rc == (int)k && c->md != NULL)   /* one request of k */
+                    ra_fit_add(&fs->ra_fit, k, (double)(ra_now(c->md) - t0));
+            }
             run = k;
         }
         page += run;
@@ -178,19 +280,42 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
     return 0;
 }
 
+/* ra_submit -- fs_ra_ops.submit: read the window ahead; under adaptive
+ * the pages beyond the call only as far as ra_adaptive_len allows (the
+ * marker goes with them). */
+static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
+{
+    struct fs_ra_call *c = ctx;
+    if (c->fs->ra_policy != FS_RA_ADAPTIVE)
+        return ra_read(c, start, n, marker);
+    uint64_t end = start + n, dend = end < c->last ? end : c->last;
+    uint64_t xs = start > c->last ? start : c->last;   /* beyond the call */
+    uint32_t x = end > xs ? (uint32_t)(end - xs) : 0;
+    uint32_t keep = x ? ra_adaptive_len(c, x) : 0;
+    if (keep < x)
+        marker = marker < xs + keep ? marker : FS_RA_NO_MARKER;
+    if (keep > 0)
+        ra_window_note(c->s, xs, keep);
+    uint64_t rs = start > c->cur ? start : c->cur;   /* the call's part */
+    uint64_t rend = keep > 0 ? xs + keep : dend;
+    return rend > rs ? ra_read(c, rs, rend - rs, marker) : 0;
+}
+
 static const struct fs_ra_ops ra_ops = {
-    .cached = ra_cached, .take_marker = ra_take_marker, .submit = ra_submit,
+    .cached = ra_cached, .take_marker = ra_take_marker, .future = ra_future,
+    .submit = ra_submit,
 };
 
 /* fs_ra_call_begin -- a read call of [off, end) bytes (end <= the size)
  * of the inode in r through stream s.  Lock held. */
 void fs_ra_call_begin(struct fs_ra_call *c, struct ubj_fs *fs, struct fs_iref *r,
-                      struct fs_ra_stream *s, uint64_t end)
+                      struct fs_ra_stream *s, uint64_t off, uint64_t end)
 {
     memset(c, 0, sizeof *c);
     c->fs = fs;
     c->r = r;
     c->s = s;
+    c->first = c->cur = off / UBJ_BS;
     c->last = (end + UBJ_BS - 1) / UBJ_BS;
     c->npages = (r->ip->size + UBJ_BS - 1) / UBJ_BS;
     c->md = ubj_model_find(fs->dev);
@@ -202,6 +327,9 @@ int fs_ra_step(struct fs_ra_call *c, uint64_t page)
 {
     if (page >= c->last)
         return 0;
+    c->cur = page;
+    if (c->fs->ra_policy == FS_RA_ADAPTIVE)
+        ra_window_use(c->s, page);
     int rc = fs_ra_page(&c->s->ra, c->fs->ra_policy, &ra_ops, c, page, c->last,
                         c->npages);
     if (rc == FS_RESTART)

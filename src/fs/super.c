@@ -560,7 +560,8 @@ static void super_timer_stop(struct ubj_fs *fs)
 
 /* super_ra_policy -- cfg->readahead as the read path of the mount
  * (*pol and *pages, when pol is not NULL): off-page (the default), off,
- * linux[:KIB] or linux-2013[:KIB] (docs/READAHEAD.md).  0 or -EINVAL
+ * linux[:KIB], linux-2013[:KIB], adaptive[:KIB] or oracle (with
+ * cfg->ra_future) (docs/READAHEAD.md).  0 or -EINVAL
  * with the message set. */
 static int super_ra_policy(const struct ubj_config *cfg, enum fs_ra_policy *pol,
                            uint32_t *pages)
@@ -571,6 +572,9 @@ static int super_ra_policy(const struct ubj_config *cfg, enum fs_ra_policy *pol,
         int rc = fs_ra_policy_parse(cfg->readahead, &p, &n);
         if (rc < 0)
             return rc;
+        if (p == FS_RA_ORACLE && cfg->ra_future == NULL)
+            return ubj_set_error(-EINVAL, "read-ahead oracle: needs the future "
+                                 "(ubj_config.ra_future: the benchmark's trace)");
     }
     if (pol) {
         *pol = p;
@@ -597,6 +601,8 @@ static int super_fs_new(struct ubj_bdev *dev, const struct ubj_config *cfg,
     fs->commit_interval_ms = cfg && cfg->commit_interval_ms ?
                              cfg->commit_interval_ms : SUPER_COMMIT_MS_DEFAULT;
     (void)super_ra_policy(cfg, &fs->ra_policy, &fs->ra_pages);   /* checked already */
+    fs->ra_future = cfg ? cfg->ra_future : NULL;
+    fs->ra_future_ctx = cfg ? cfg->ra_future_ctx : NULL;
     fs->now = cfg ? cfg->now : NULL;
     fs->now_ctx = cfg ? cfg->now_ctx : NULL;
     uint32_t gen;

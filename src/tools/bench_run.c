@@ -124,9 +124,9 @@ static void brun_usage(void)
            "      --nvm-profile P   NVM of mode ubj: dram (default), sttmram, pcm\n"
            "      --readahead P     the read path: off-page (default: a device\n"
            "                        request per missing block), off (one per run\n"
-           "                        of missing blocks of a call), linux[:KIB] or\n"
-           "                        linux-2013[:KIB] (read-ahead windows;\n"
-           "                        docs/READAHEAD.md)\n"
+           "                        of missing blocks of a call), linux[:KIB],\n"
+           "                        linux-2013[:KIB] or adaptive[:KIB] (read-ahead\n"
+           "                        windows; docs/READAHEAD.md)\n"
            "      --cache SIZE      buffer cache (default 16M; K/M/G suffixes)\n"
            "      --image SIZE      image size (default 256M)\n"
            "      --commit-interval MS  commit interval (default 5000)\n"
@@ -351,6 +351,9 @@ static int brun_opt_str(struct brun_args *a, int c, char *arg)
         uint32_t pages;
         if (fs_ra_policy_parse(arg, &pol, &pages) < 0)
             return tools_usage_err("bad --readahead '%s': %s", arg, ubj_errormsg());
+        if (pol == FS_RA_ORACLE)
+            return tools_usage_err("--readahead oracle: needs a trace's future "
+                                   "reads (ubjfs bench readahead only)");
         a->readahead = arg;
         return 0;
     }

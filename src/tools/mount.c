@@ -122,7 +122,8 @@ static void mount_usage(void)
            "                         missing blocks in one request (as off-page here:\n"
            "                         the kernel then sends one page per READ),\n"
            "                         linux[:KIB] (window, default 128) and linux-2013\n"
-           "                         read ahead as Linux does (docs/READAHEAD.md).\n"
+           "                         read ahead as Linux does, adaptive[:KIB] as\n"
+           "                         linux where it pays (docs/READAHEAD.md).\n"
            "                         Without it: the kernel's default window, each\n"
            "                         READ read as off does.\n"
            "      --stats FILE       write the statistics (the model's, or the image's\n"
@@ -337,14 +338,17 @@ static int mount_opts(struct mount_args *a, const char *arg)
  * policies of issue 19 (docs/READAHEAD.md).  Every policy answers INIT
  * with max_readahead 0 -- the kernel reads ahead nothing above the mount,
  * so the policy alone decides -- and is the mount's read path
- * (ubj_config.readahead).  oracle and adaptive are not built.  -1 or an
- * exit code. */
+ * (ubj_config.readahead).  oracle needs a trace's future: refused.  -1
+ * or an exit code. */
 static int mount_readahead(struct mount_args *a, const char *arg)
 {
     enum fs_ra_policy pol;
     uint32_t pages;
     if (fs_ra_policy_parse(arg, &pol, &pages) < 0)
         return tools_usage_err("bad readahead=%s: %s", arg, ubj_errormsg());
+    if (pol == FS_RA_ORACLE)
+        return tools_usage_err("readahead=oracle: needs the future reads of a "
+                               "trace (ubjfs bench readahead only)");
     a->fo.no_kernel_readahead = true;
     a->readahead = arg;
     return -1;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include "fs/fs.h"
 #include "ubjfs/bdev.h"
+#include "ubjfs/model.h"
 
 #define RA_FILE_PAGES 160u
 
@@ -229,8 +230,8 @@ static void test_truncate(void **state)
     }
 }
 
-/* test_policy_names -- linux[:KIB] and linux-2013 mount; bad windows,
- * oracle and adaptive do not. */
+/* test_policy_names -- linux[:KIB] and linux-2013 mount; bad windows and
+ * names do not. */
 static void test_policy_names(void **state)
 {
     struct tfs *t = TFS(state);
@@ -240,12 +241,116 @@ static void test_policy_names(void **state)
     assert_int_equal(t->fs->ra_pages, FS_RA_DEFAULT_PAGES);
     assert_ok(ubj_unmount(t->fs));
     t->fs = NULL;
-    static const char *const bad[] = { "linux:7", "oracle", "adaptive", "linuxx" };
+    static const char *const bad[] = { "linux:7", "oracle:64", "adaptive:3", "linuxx" };
     for (size_t i = 0; i < 4; i++) {
         struct ubj_config cfg = { .flags = UBJ_MOUNT_NO_TIMER, .readahead = bad[i] };
         assert_rc(ubj_mount(t->dev, &cfg, &t->fs), -EINVAL);
     }
     ra_mount(t, NULL);
+}
+
+/* ra_future_bits -- the oracle's future for the tests: a page bitmap. */
+static int ra_future_bits(void *ctx, ubj_ino_t ino, uint64_t page)
+{
+    (void)ino;
+    const uint8_t *bits = ctx;
+    return page < 1024 && (bits[page / 8] >> (page % 8)) & 1;
+}
+
+/* test_oracle -- the oracle reads, at a miss, every later page the future
+ * reads, in one request: pages 0..63 of a sequential trace in 1 request
+ * of 64 blocks (none wasted); the random trace 500, 100, 700 its 3 pages;
+ * without ra_future the mount is refused. */
+static void test_oracle(void **state)
+{
+    struct tfs *t = TFS(state);
+    ubj_ino_t ino = ra_file(t, 800, NULL);
+    uint8_t bits[128] = { 0 };
+    for (int p = 0; p < 64; p++)
+        bits[p / 8] |= (uint8_t)(1u << (p % 8));
+    for (int round = 0; round < 2; round++) {
+        assert_ok(ubj_unmount(t->fs));
+        t->fs = NULL;
+        struct ubj_config cfg = { .flags = UBJ_MOUNT_NO_TIMER, .readahead = "oracle",
+                                  .ra_future = ra_future_bits, .ra_future_ctx = bits };
+        assert_ok(ubj_mount(t->dev, &cfg, &t->fs));
+        struct ubj_stat st;
+        assert_ok(ubj_getattr(t->fs, ino, &st));
+        ubj_bdev_stats_reset(t->dev);
+        static const uint64_t rnd[] = { 500, 100, 700 };
+        for (int k = 0; k < (round ? 3 : 64); k++)
+            ra_read_pages(t, ino, round ? rnd[k] : (uint64_t)k, (round ? rnd[k] : (uint64_t)k) + 1);
+        struct ubj_fs_stats s = ra_stats(t);
+        assert_int_equal(ra_reads(t), round ? 3 : 1);
+        assert_int_equal(s.ra_blocks, round ? 3 : 64);
+        assert_int_equal(s.ra_used, s.ra_blocks);
+        memset(bits, 0, sizeof bits);
+        for (int k = 0; k < 3; k++)
+            bits[rnd[k] / 8] |= (uint8_t)(1u << (rnd[k] % 8));
+    }
+    assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    struct ubj_config cfg = { .flags = UBJ_MOUNT_NO_TIMER, .readahead = "oracle" };
+    assert_rc(ubj_mount(t->dev, &cfg, &t->fs), -EINVAL);
+    ra_mount(t, NULL);
+}
+
+/* ra_on_model -- the file of ra_file (written on the RAM device), then the
+ * device under model kind:profile, mounted with pol. */
+static ubj_ino_t ra_on_model(struct tfs *t, const char *kind, const char *prof,
+                             const char *pol)
+{
+    ubj_ino_t ino = ra_file(t, RA_FILE_PAGES, NULL);
+    assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    struct ubj_bdev *m;
+    assert_ok(ubj_model_create(kind, prof, NULL, t->dev, &m));
+    t->dev = m;
+    ra_mount(t, pol);
+    struct ubj_stat st;
+    assert_ok(ubj_getattr(t->fs, ino, &st));
+    ubj_bdev_stats_reset(t->dev);
+    return ino;
+}
+
+/* test_adaptive -- 128 sequential 4 KiB reads: on ssd:emmc (74.5 us a
+ * request against 16.4 us a block, every window used) adaptive reads the
+ * windows of linux, 160 blocks in 8 requests, refusing none; on nand:slc
+ * (no per-request cost: the fit's a is ~0 after the first 4 windows of
+ * 4, 8, 16 and 32 pages) it refuses every later window and reads the
+ * calls' pages alone: 128 blocks from the device (60 in those 4 windows,
+ * then 68 requests of one), none wasted. */
+static void test_adaptive(void **state)
+{
+    struct tfs *t = TFS(state);
+    static const struct { const char *kind, *prof; uint64_t blocks, reads; bool gated; }
+    cases[] = {
+        { "ssd", "emmc", 160, 8, false }, { "nand", "slc", 128, 72, true },
+    };
+    for (size_t i = 0; i < 2; i++) {
+        if (i > 0) {
+            assert_ok(ubj_unmount(t->fs));
+            t->fs = NULL;
+            struct ubj_bdev *ram = t->dev->lower;   /* the model goes, RAM stays */
+            t->dev->lower = NULL;
+            ubj_bdev_destroy(t->dev);
+            t->dev = ram;
+            ra_mount(t, NULL);
+            assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
+        }
+        ubj_ino_t ino = ra_on_model(t, cases[i].kind, cases[i].prof, "adaptive");
+        ra_read_pages(t, ino, 0, 128);
+        struct ubj_fs_stats s = ra_stats(t);
+        fprintf(stderr, "  %s:%s: %llu reads, %llu blocks, %llu refused\n",
+                cases[i].kind, cases[i].prof, (unsigned long long)ra_reads(t),
+                (unsigned long long)s.ra_blocks, (unsigned long long)t->fs->ra_gated);
+        struct ubj_bdev_stats ds;
+        ubj_bdev_stats_get(t->dev, &ds);
+        assert_int_equal(ds.bytes_read, cases[i].blocks * UBJ_BS);
+        assert_int_equal(ds.reads, cases[i].reads);
+        assert_int_equal(s.ra_unused, 0);
+        assert_int_equal(t->fs->ra_gated > 0, cases[i].gated);
+    }
 }
 
 /* ---- at the cache ---------------------------------------------------------- */
@@ -438,6 +543,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fadvise, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_truncate, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_policy_names, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_oracle, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_adaptive, tfs_setup, tfs_teardown),
         cmocka_unit_test(test_never_evicts),
         cmocka_unit_test(test_late),
         cmocka_unit_test(test_marker),
