@@ -78,6 +78,7 @@ struct fs_open {
 
 struct fs_alloc;
 
+#define FS_RA_WINDOWS 8u
 /* One read-ahead stream (rapath.c): the engine's window and what it
  * belongs to.  [the mount lock] */
 struct fs_ra_stream {
@@ -86,16 +87,18 @@ struct fs_ra_stream {
     uint32_t epoch;       /* fs->ra_epoch of ino then (S2) */
     int advice;           /* the UBJ_FADV_* it was set up for */
     /* adaptive (rapath.c): the used fraction of its read-ahead, measured
-     * over its last two windows beyond the calls' pages */
+     * over its last FS_RA_WINDOWS windows beyond the calls' pages (a ring:
+     * interleaved streams on one state keep theirs) */
     double p_used;        /* moving average, 1 at start */
-    uint64_t w_start[2], w_next[2];   /* [0] older, [1] newer window */
-    uint32_t w_len[2], w_used[2];
+    uint64_t w_start[FS_RA_WINDOWS], w_next[FS_RA_WINDOWS];
+    uint32_t w_len[FS_RA_WINDOWS], w_used[FS_RA_WINDOWS];
+    uint32_t w_head;      /* the ring's oldest */
     uint32_t w_off;       /* windows refused since the last probe */
 };
 /* The device's read cost as the adaptive policy measures it: a least-
  * squares fit of T = a + b k over read-ahead requests of k blocks. */
 struct fs_ra_fit {
-    double n, sk, st, skk, skt;
+    double n, sk, st, skk, skt, stt;
 };
 #define FS_RA_SLOTS 64u   /* default streams of the inode-number calls */
 
