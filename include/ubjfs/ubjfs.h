@@ -709,6 +709,16 @@ uint64_t ubj_privs_killed(struct ubj_fs *fs);
 /* ubj_fs_stats_get -- counters since mount. */
 void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out);
 
+/*
+ * ubj_drop_caches -- drop every cached block that is clean, unreferenced,
+ * idle and the only version of its block, as Linux's `echo 1 >
+ * /proc/sys/vm/drop_caches` without the sync: dirty and frozen blocks
+ * stay (sync first to drop more).  For benchmarks that want a cold cache
+ * without a remount (bench readahead's SQLite queries).  Returns 0, or
+ * -EINVAL for NULL.  Thread-safe (takes the mount lock).
+ */
+int ubj_drop_caches(struct ubj_fs *fs);
+
 /* ---- check and repair (fsck; src/fs/check.c) --------------------------- */
 
 #define UBJ_CHECK_REPAIR 0x1u   /* fix what is found (fsck -y) */

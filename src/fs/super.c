@@ -1090,6 +1090,17 @@ int ubj_statfs_get(struct ubj_fs *fs, struct ubj_statfs *out)
     return fs_stop(fs, h, 0);
 }
 
+/* ubj_drop_caches -- drop the clean, unreferenced cached blocks. */
+int ubj_drop_caches(struct ubj_fs *fs)
+{
+    struct ubj_handle *h;
+    if (fs == NULL)
+        return ubj_set_error(-EINVAL, "drop caches: no mount");
+    fs_start(fs, 0, &h);
+    ubj_cache_invalidate(fs->cache);
+    return fs_stop(fs, h, 0);
+}
+
 /* ubj_fs_stats_get -- cache, mode and device counters since mount. */
 void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out)
 {

@@ -24,6 +24,17 @@
  * (ubj_config.ra_future) asks it.  With a cold cache larger than a file,
  * every page read ahead that the calls read at all is used.
  *
+ * SQLite (sql-point, sql-range; the seed's macro-benchmark): the harness's
+ * sqlite workload through its VFS (bh_run, src/bench/wl_sqlite.c), table
+ * t of 20 000 rows loaded untimed, then 200 indexed queries -- batch 1
+ * (a point query: the range holds about one row) or 100 -- with the
+ * ubjfs cache dropped after the load (BH_F_COLD) and SQLite's own cache
+ * at 16 pages, so the queries' pages come from the device; once per
+ * device and policy (SQLite reads 4 KiB pages whatever the call size:
+ * the row's KiB is 4), not under the oracle (no future through SQLite).
+ * The harness reports no read-ahead counters nor device reads: those
+ * columns are 0 there.  Time is the harness's elapsed time of the queries.
+ *
  * Output: the table on stdout, a progress line per run on stderr, the
  * targets of issue 19 checked at the end (the check lines), --csv FILE,
  * --json FILE, --plots DIR (gnuplot: per call size, one SVG per device
@@ -45,10 +56,15 @@
 #define RA_IMAGE_MIB 96u            /* the RAM image */
 #define RA_CACHE 4096u              /* 16 MiB of buffers */
 
-enum ra_pat { P_SEQ, P_RANDOM, P_STRIDED, P_BACKWARD, P_INTERLEAVED, P_MIXED, P_NR };
+enum ra_pat { P_SEQ, P_RANDOM, P_STRIDED, P_BACKWARD, P_INTERLEAVED, P_MIXED,
+              P_SQL_POINT, P_SQL_RANGE, P_NR };
 static const char *const ra_pat_names[P_NR] = {
     "sequential", "random", "strided", "backward", "interleaved", "mixed",
+    "sql-point", "sql-range",
 };
+#define RA_SQL(p) ((p) == P_SQL_POINT || (p) == P_SQL_RANGE)
+#define RA_SQL_ROWS "20000"   /* rows of the table (~3 MiB with its index) */
+#define RA_SQL_OPS 200u       /* queries */
 
 /* The devices: spec, label (with the drive's read-ahead said). */
 static const char *const ra_dev_default[][2] = {
@@ -375,6 +391,31 @@ static int ra_cell_run(struct ra_set *s, const char *spec, const char *pol,
     return rc;
 }
 
+/* ra_sql_run -- an SQLite cell through the harness (see the top). */
+static int ra_sql_run(const char *spec, const char *pol, enum ra_pat p, struct ra_cell *c)
+{
+    char kv[128];
+    snprintf(kv, sizeof kv, "rows=%s,insert_pct=0,cache_pages=16,batch=%u", RA_SQL_ROWS,
+             p == P_SQL_POINT ? 1u : 100u);
+    struct bh_config cfg = {
+        .workload = "sqlite", .mode = "none", .device = spec, .readahead = pol,
+        .cache_blocks = RA_CACHE, .clock = UBJ_CLOCK_VIRTUAL, .flags = BH_F_COLD,
+        .params = { .procs = 1, .ops = RA_SQL_OPS, .seed = 1, .kv = kv },
+    };
+    struct bh_result r;
+    int rc = bh_run(&cfg, &r);
+    if (rc < 0)
+        return rc;
+    c->calls = r.ops;
+    c->bytes = r.app_bytes_read;
+    c->total_ns = r.elapsed_ns - r.sync_ns;
+    c->mean_ns = r.lat_mean_ns;
+    c->p99_ns = r.lat_p99_ns;
+    c->energy_j = r.energy_dev_j;
+    c->mj_per_mib = c->bytes ? c->energy_j * 1e3 / ((double)c->bytes / 1048576.0) : 0;
+    return 0;
+}
+
 /* ---- output ------------------------------------------------------------------ */
 
 /* ra_table_head, ra_table_row -- the table on f. */
@@ -648,8 +689,9 @@ static void ra_usage(void)
            "  -p, --policy P        a policy (repeatable; default off-page, off, linux,\n"
            "                        linux-2013, adaptive, oracle)\n"
            "  -s, --size KIB        a call size (repeatable, 4..1024, a multiple of 4)\n"
-           "      --pattern NAME    sequential, random, strided, backward, interleaved\n"
-           "                        or mixed (repeatable; default all)\n"
+           "      --pattern NAME    sequential, random, strided, backward, interleaved,\n"
+           "                        mixed, sql-point or sql-range (SQLite queries\n"
+           "                        through the harness; repeatable; default all)\n"
            "      --file-size SIZE  the file of the one-file patterns (K/M suffixes)\n"
            "      --seed N          the random and mixed orders (default 1)\n"
            "      --csv FILE        the cells as CSV\n"
@@ -772,23 +814,31 @@ static int ra_parse(int argc, char **argv, struct ra_args *a)
 static int ra_grid(const struct ra_args *a, struct ra_cell **cells, size_t *n)
 {
     size_t total = 0, k = 0;
+    size_t npol_sql = 0;   /* SQLite: no oracle */
+    for (unsigned q = 0; q < a->npol; q++)
+        npol_sql += strcmp(a->pols[q], "oracle") != 0;
     for (int p = 0; p < P_NR; p++)
-        total += a->pats[p] ? (size_t)a->nsize * a->ndev * a->npol : 0;
+        total += !a->pats[p] ? 0 : RA_SQL(p) ? (size_t)a->ndev * npol_sql
+                                             : (size_t)a->nsize * a->ndev * a->npol;
     *cells = calloc(total, sizeof **cells);
     if (*cells == NULL)
         return TOOLS_EXIT_ERR;
     for (int p = 0; p < P_NR; p++)
-        for (unsigned z = 0; a->pats[p] && z < a->nsize; z++) {
+        for (unsigned z = 0; a->pats[p] && z < (RA_SQL(p) ? 1 : a->nsize); z++) {
             struct ra_set s = { .pat = (enum ra_pat)p, .csize = a->sizes[z] };
-            int rc = ra_image(&s, a->file_bytes);
-            if (rc == 0)
+            int rc = RA_SQL(p) ? 0 : ra_image(&s, a->file_bytes);
+            if (rc == 0 && !RA_SQL(p))
                 rc = ra_calls(&s, a->seed);
             for (unsigned d = 0; rc == 0 && d < a->ndev; d++)
                 for (unsigned q = 0; rc == 0 && q < a->npol; q++) {
+                    if (RA_SQL(p) && strcmp(a->pols[q], "oracle") == 0)
+                        continue;   /* no future through SQLite */
                     struct ra_cell *c = &(*cells)[k++];
                     *c = (struct ra_cell){ .dev = a->devs[d][1], .pol = a->pols[q],
-                                           .pat = (enum ra_pat)p, .csize = a->sizes[z] };
-                    rc = ra_cell_run(&s, a->devs[d][0], a->pols[q], c);
+                                           .pat = (enum ra_pat)p,
+                                           .csize = RA_SQL(p) ? 4096 : a->sizes[z] };
+                    rc = RA_SQL(p) ? ra_sql_run(a->devs[d][0], a->pols[q], (enum ra_pat)p, c)
+                                   : ra_cell_run(&s, a->devs[d][0], a->pols[q], c);
                     if (rc == 0 && !a->quiet)
                         fprintf(stderr, "[%zu/%zu] %s %s %u KiB %s: %.2f ms, %.3f mJ\n", k,
                                 total, c->dev, ra_pat_names[p], a->sizes[z] / 1024, c->pol,

@@ -4,7 +4,8 @@
  * and blocks: the hand-computed windows of docs/READAHEAD.md for linux,
  * the linux-2013 difference on random reads, fadvise RANDOM and
  * SEQUENTIAL through a struct ubj_file, truncate invalidating the window,
- * the ra_* accounting of ubj_fs_stats; and, at the cache, "read-ahead
+ * the ra_* accounting of ubj_fs_stats, the oracle and adaptive policies,
+ * ubj_drop_caches; and, at the cache, "read-ahead
  * never evicts a dirty, frozen or referenced buffer" and late hits.
  */
 #include "testutil.h"
@@ -354,6 +355,32 @@ static void test_adaptive(void **state)
     }
 }
 
+/* test_drop_caches -- ubj_drop_caches: a cached file reads from the device
+ * again afterwards, a dirty block stays cached (read without a device
+ * read), NULL is -EINVAL. */
+static void test_drop_caches(void **state)
+{
+    struct tfs *t = TFS(state);
+    ubj_ino_t ino = ra_file(t, 16, "off");
+    ra_read_pages(t, ino, 0, 16);
+    uint64_t cold = ra_reads(t);
+    assert_true(cold > 0);
+    uint8_t b[UBJ_BS];
+    memset(b, 0x5a, sizeof b);
+    assert_rc(ubj_pwrite(t->fs, ino, b, UBJ_BS, 20 * UBJ_BS), UBJ_BS);   /* dirty */
+    ubj_bdev_stats_reset(t->dev);
+    ra_read_pages(t, ino, 0, 16);
+    assert_int_equal(ra_reads(t), 0);   /* all cached */
+    assert_ok(ubj_drop_caches(t->fs));
+    ra_read_pages(t, ino, 0, 16);
+    assert_int_equal(ra_reads(t), cold);
+    ubj_bdev_stats_reset(t->dev);
+    assert_rc(ubj_pread(t->fs, ino, b, UBJ_BS, 20 * UBJ_BS), UBJ_BS);
+    assert_int_equal(b[7], 0x5a);
+    assert_int_equal(ra_reads(t), 0);   /* the dirty block stayed */
+    assert_rc(ubj_drop_caches(NULL), -EINVAL);
+}
+
 /* ---- at the cache ---------------------------------------------------------- */
 
 
@@ -547,6 +574,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_policy_names, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_oracle, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_adaptive, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_drop_caches, tfs_setup, tfs_teardown),
         cmocka_unit_test(test_never_evicts),
         cmocka_unit_test(test_late),
         cmocka_unit_test(test_marker),
