@@ -122,10 +122,22 @@ struct ubj_config {
      * reads each missing block with a request of its own, as Linux with
      * read-ahead off and MTD's readpage; "off" reads each contiguous run
      * of missing blocks of a call as one request (batched, no block
-     * beyond the call's range).  The read-ahead policies (linux[:KIB],
-     * linux-2013, oracle, adaptive: issue 19) are refused with -EINVAL
-     * until the engine is in the read path. */
+     * beyond the call's range); "linux[:KIB]" (KIB: the largest window, a
+     * multiple of 4 from 4 to 65536, default 128) reads ahead with Linux's
+     * on-demand window, "linux-2013[:KIB]" the same with the sequential-
+     * miss test before its 2013 fix (docs/READAHEAD.md); read-ahead is
+     * synchronous.  "adaptive[:KIB]": linux's windows, each read only if
+     * the stream's used fraction pays for it at the device's measured
+     * per-request and per-block cost; "oracle": clairvoyant from
+     * ra_future below (the bound).  docs/READAHEAD.md. */
     const char *readahead;
+    /* The oracle's future (readahead "oracle", required by it: -EINVAL
+     * without; ignored by the other policies): ra_future(ctx, ino, page)
+     * is nonzero if a later read will ask for 4 KiB page `page` of inode
+     * ino -- a benchmark that knows its trace answers it.  Called with the
+     * mount lock held; must not call into the mount. */
+    int (*ra_future)(void *ra_future_ctx, ubj_ino_t ino, uint64_t page);
+    void *ra_future_ctx;
 };
 /* (Re)initialise the region (--format-nvm): refused with -EBUSY while it
  * holds committed blocks not yet written home. */
@@ -565,7 +577,8 @@ int ubj_file_close(struct ubj_file *file);
 
 /*
  * ubj_file_pread -- pread(2) through an open file: ubj_pread of its inode
- * (holes read as zeros, relatime).  Returns the bytes read (0 at or past
+ * (holes read as zeros, relatime), with the file's own read-ahead stream
+ * and advice (ubj_pread by inode number uses the inode's default stream).  Returns the bytes read (0 at or past
  * EOF); -EBADF (NULL, or opened O_WRONLY); ubj_pread's errors.
  */
 ssize_t ubj_file_pread(struct ubj_file *file, void *buf, size_t size, off_t off);
@@ -583,20 +596,23 @@ ssize_t ubj_file_pwrite(struct ubj_file *file, const void *buf, size_t size,
  * of the file), per open file description, with Linux's semantics
  * (mm/fadvise.c) where ubjfs has the object:
  *   UBJ_FADV_NORMAL, _SEQUENTIAL, _RANDOM: set this open file's read-ahead
- *     hint (ubj_file_advice); the range is ignored.  Today nothing reads
- *     ahead (issue 19: the engine of item 3 follows the hint), so the
- *     hint changes no read yet.
- *   UBJ_FADV_WILLNEED: read the range's mapped blocks into the cache now,
- *     synchronously, through the ordinary read path (ubj_cache_get, one
- *     device read per block missing; holes and unwritten extents read
+ *     hint (ubj_file_advice); the range is ignored.  Under the window
+ *     policies (ubj_config.readahead linux, linux-2013) the file's stream
+ *     follows it from its next read: NORMAL the mount's window, SEQUENTIAL
+ *     twice that, RANDOM no window (a miss reads exactly the call's
+ *     pages), as Linux's ra_pages and FMODE_RANDOM; under off and
+ *     off-page nothing reads ahead and the hint changes no read.
+ *   UBJ_FADV_WILLNEED: read the range's mapped blocks ahead into the cache
+ *     now, synchronously, each physically contiguous stretch of missing
+ *     blocks as one device request (holes and unwritten extents read
  *     nothing), clipped at the end of the file and to half the cache
  *     (ubj_config.cache_blocks / 2 blocks: more would evict its own first
- *     blocks).  LIMIT (until issue 19 item 3 gives the cache a read-ahead
- *     allocation): a miss takes its buffer as any read does -- CLOCK may
- *     write a cold dirty buffer home first, or ask the mode to commit
- *     (reclaim); read-ahead proper will take only free or clean
- *     unreferenced buffers.  A device error stops it and is not returned
- *     (the read that needs the block reports it), as Linux.
+ *     blocks), whatever the policy.  As all read-ahead it takes only free
+ *     or clean unreferenced buffers -- never writes a dirty one home, asks
+ *     for no commit or reclaim -- and stops when none is left; its blocks
+ *     count in ubj_fs_stats' ra_* counters.  A device error stops it and
+ *     is not returned (the read that needs the block reports it), as
+ *     Linux.
  *   UBJ_FADV_DONTNEED: drop the range's cached blocks that are clean and
  *     unreferenced -- whole blocks only, except the file's last block
  *     when the range reaches the end of the file, as Linux keeps partial
@@ -673,6 +689,20 @@ struct ubj_fs_stats {
      * blocks the cache wrote home, the lock held, to free a buffer. */
     uint64_t read_wait_locked_ns, read_wait_unlocked_ns;
     uint64_t victim_wait_ns;
+    /* read-ahead (policies linux, linux-2013; docs/READAHEAD.md) */
+    uint64_t ra_blocks;                  /* blocks read ahead */
+    uint64_t ra_requests;                /* device requests that read them */
+    uint64_t ra_used;                    /* ... of those blocks, read by a call
+                                            before they left the cache */
+    uint64_t ra_unused;                  /* ... evicted or dropped unread */
+    uint64_t ra_late;                    /* reads that found a block still
+                                            being read ahead and waited */
+    uint64_t ra_unused_bytes;            /* ra_unused x 4096 */
+    double ra_energy_j;                  /* the device model's active energy
+                                            of the read-ahead requests (0
+                                            without a model) */
+    double ra_unused_energy_j;           /* its share of the unused blocks:
+                                            ra_energy_j x ra_unused / ra_blocks */
 };
 /*
  * ubj_privs_killed -- how many times since mount a write, fallocate,
@@ -685,6 +715,16 @@ uint64_t ubj_privs_killed(struct ubj_fs *fs);
 
 /* ubj_fs_stats_get -- counters since mount. */
 void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out);
+
+/*
+ * ubj_drop_caches -- drop every cached block that is clean, unreferenced,
+ * idle and the only version of its block, as Linux's `echo 1 >
+ * /proc/sys/vm/drop_caches` without the sync: dirty and frozen blocks
+ * stay (sync first to drop more).  For benchmarks that want a cold cache
+ * without a remount (bench readahead's SQLite queries).  Returns 0, or
+ * -EINVAL for NULL.  Thread-safe (takes the mount lock).
+ */
+int ubj_drop_caches(struct ubj_fs *fs);
 
 /* ---- check and repair (fsck; src/fs/check.c) --------------------------- */
 

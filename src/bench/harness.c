@@ -1031,6 +1031,8 @@ static int run_untimed(struct bh_run *r)
         rc = ubj_sync(r->fs);
     if (rc == 0 && r->model != NULL)
         rc = ubj_model_wait_idle(r->model);
+    if (rc == 0 && (r->cfg->flags & BH_F_COLD))
+        rc = ubj_drop_caches(r->fs);
     return rc;
 }
 

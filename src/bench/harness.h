@@ -95,6 +95,9 @@ struct bh_config {
  * until everything is durable.  This flag leaves the final sync out of
  * the timed phase (it still runs, at unmount, unmeasured). */
 #define BH_F_NO_FINAL_SYNC 0x1u
+/* The timed phase starts with a cold cache: after the setup's sync the
+ * clean cached blocks are dropped (ubj_drop_caches). */
+#define BH_F_COLD 0x2u
 
 /* On the real clock the processes' transactions overlap (each thread
  * releases the run's bookkeeping lock inside every file-system call:

@@ -20,9 +20,11 @@
  * serialises a connection's calls by its own mutex, and a counted call
  * releasing the harness's lock inside one would let another process wait
  * for that mutex while holding the lock).  Default 1000 transactions.
- * kv: rows, batch, insert_pct.
+ * kv: rows, batch, insert_pct, cache_pages (SQLite's own page cache,
+ * PRAGMA cache_size; 0, the default: SQLite's default).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sqlite3.h>
@@ -37,10 +39,11 @@ struct sq_state {
     struct bh_sqlvfs *vfs;
     sqlite3 *db;
     sqlite3_stmt *ins, *sel;
-    uint64_t rows, batch, insert_pct;
+    uint64_t rows, batch, insert_pct, cache_pages;
 };
 
-static const char *const sq_keys[] = { "rows", "batch", "insert_pct", NULL };
+static const char *const sq_keys[] = { "rows", "batch", "insert_pct", "cache_pages",
+                                       NULL };
 
 /* sq_err -- a SQLite failure as a negative errno with a message. */
 static int sq_err(struct sq_state *s, int src, const char *what)
@@ -114,6 +117,12 @@ static int sq_open(struct bh_run *r, struct sq_state *s)
     rc = sq_exec(s, "PRAGMA page_size=4096; PRAGMA journal_mode=DELETE; "
                     "PRAGMA synchronous=FULL; CREATE TABLE t(id INTEGER PRIMARY "
                     "KEY, k INTEGER, v TEXT); CREATE INDEX tk ON t(k);");
+    if (rc == 0 && s->cache_pages > 0) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA cache_size=%llu;",
+                 (unsigned long long)s->cache_pages);
+        rc = sq_exec(s, sql);
+    }
     if (rc < 0)
         return rc;
     src = sqlite3_prepare_v2(s->db, "INSERT INTO t(k, v) VALUES(?1, ?2)", -1,
@@ -135,6 +144,7 @@ static int sq_init(struct bh_run *r)
     if (rc == 0) rc = bh_kv_u64(r, "rows", 10000, &s->rows);
     if (rc == 0) rc = bh_kv_u64(r, "batch", 10, &s->batch);
     if (rc == 0) rc = bh_kv_u64(r, "insert_pct", 50, &s->insert_pct);
+    if (rc == 0) rc = bh_kv_u64(r, "cache_pages", 0, &s->cache_pages);
     if (rc == 0 && (s->rows == 0 || s->batch == 0 || s->batch > 100000 ||
                     s->insert_pct > 100))
         rc = ubj_set_error(-EINVAL, "bench sqlite: rows > 0, batch 1 .. 100000, "

@@ -1,6 +1,8 @@
 /*
  * cache.c -- the unified buffer cache (src/cache/cache.h): the buffer pool,
- * the block hash, CLOCK replacement, reads on a miss, writing buffers home
+ * the block hash, CLOCK replacement, reads on a miss, read-ahead (into
+ * free or clean unreferenced buffers only, with its accounting), writing
+ * buffers home
  * (one at a time or sorted and coalesced) from stable snapshots through
  * the mode's write hooks, forget/invalidate/drop_clean, statistics.
  *
@@ -129,6 +131,7 @@
  *
  *   from        to          performed by
  *   FREE        CLEAN       cache_fill: a miss was read      (ubj_cache_get)
+ *                           cache_ra_end_locked: read ahead  (ubj_cache_readahead)
  *   FREE        DIRTY       ubj_cache_mark_dirty of a NOREAD miss
  *   CLEAN       DIRTY       ubj_cache_mark_dirty
  *   DIRTY       CLEAN       cache_io_finish_locked (through
@@ -199,8 +202,18 @@ int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2,
 #define CACHE_BUF_GONE     0x200u
 #define CACHE_BUF_REDIRTY  0x400u
 #define CACHE_BUF_COPYING  0x800u
+/* read-ahead (ubj_cache_readahead): RA_IO while its read is in flight (a
+ * get that waits for it is a late hit), RA once loaded and until its first
+ * get (used) or its FREE (unused); MARK: the window's marker, until
+ * ubj_cache_ra_probe takes it */
+#define CACHE_BUF_RA_IO    0x1000u
+#define CACHE_BUF_RA       0x2000u
+#define CACHE_BUF_MARK     0x4000u
 #define CACHE_BUF_PRIVATE  (CACHE_BUF_HASHED | CACHE_BUF_GONE | CACHE_BUF_REDIRTY | \
-                            CACHE_BUF_COPYING)
+                            CACHE_BUF_COPYING | CACHE_BUF_RA_IO | CACHE_BUF_RA | \
+                            CACHE_BUF_MARK)
+#define CACHE_CLOCK_NOWRITE 0x100u   /* cache_clock_locked: pass DIRTY buffers
+                                        (read-ahead writes nothing home) */
 
 #define CACHE_BS           4096u
 #define CACHE_MAX_NBUFS    (1u << 28)   /* 1 TiB of buffers */
@@ -508,6 +521,9 @@ static void cache_set_state_locked(struct ubj_cache *c, struct ubj_buf *b,
     if (st == UBJ_BUF_DIRTY && b->io_busy)
         b->flags |= CACHE_BUF_REDIRTY;
     if (st == UBJ_BUF_FREE) {
+        if (b->flags & CACHE_BUF_RA)   /* read ahead, never got: wasted */
+            c->stats.ra_unused++;
+        b->flags &= ~(CACHE_BUF_RA | CACHE_BUF_MARK);
         cache_detach_locked(c, b);
         if (b->refcnt > 0 || b->io_busy)
             b->flags |= CACHE_BUF_GONE;
@@ -845,6 +861,10 @@ static struct ubj_buf *cache_clock_locked(struct ubj_cache *c, unsigned wflags,
             c->hand = next;
             continue;
         }
+        if (b->d->state == UBJ_BUF_DIRTY && (wflags & CACHE_CLOCK_NOWRITE)) {
+            c->hand = next;   /* read-ahead: never a write-back */
+            continue;
+        }
         if (b->d->state == UBJ_BUF_DIRTY) {
             if (b->defer_sweep == c->sweep ||
                 cache_clock_dirty_locked(c, b, wflags, io_err, deferred))
@@ -1062,11 +1082,16 @@ void ubj_cache_destroy(struct ubj_cache *c)
 
 /* ---- get / lookup / put -------------------------------------------------- */
 
-/* cache_hit_locked -- take a reference on a found, loaded buffer. */
-static inline void cache_hit_locked(struct ubj_buf *b)
+/* cache_hit_locked -- take a reference on a found, loaded buffer; the
+ * first get of a read-ahead buffer counts it used. */
+static inline void cache_hit_locked(struct ubj_cache *c, struct ubj_buf *b)
 {
     b->refcnt++;
     b->referenced = 1;
+    if (b->flags & CACHE_BUF_RA) {
+        b->flags &= ~CACHE_BUF_RA;
+        c->stats.ra_used++;
+    }
 }
 
 /* cache_outer_drop_locked -- a miss's device read is about to start
@@ -1190,15 +1215,19 @@ static int cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
                              (unsigned long long)c->dev->nblocks);
     pthread_mutex_lock(&c->lock);
     struct ubj_buf *b;
-    bool missed = false;
+    bool missed = false, late = false;
     for (;;) {
         b = cache_find_locked(c, blkno);
         if (b != NULL) {
             if (!(b->flags & UBJ_BUF_LOADED)) {   /* another thread reads it */
+                if ((b->flags & CACHE_BUF_RA_IO) && !late) {
+                    late = true;   /* read ahead, not ready yet: waits */
+                    c->stats.ra_late++;
+                }
                 pthread_cond_wait(&c->io_cv, &c->lock);
                 continue;
             }
-            cache_hit_locked(b);
+            cache_hit_locked(c, b);
             c->stats.hits += !missed;
             pthread_mutex_unlock(&c->lock);
             *out = b;
@@ -1278,7 +1307,7 @@ static uint32_t cache_run_hits_locked(struct ubj_cache *c, uint64_t blkno, uint3
         struct ubj_buf *b = cache_find_locked(c, blkno + k);
         if (b == NULL || !(b->flags & UBJ_BUF_LOADED))
             break;
-        cache_hit_locked(b);
+        cache_hit_locked(c, b);
         c->stats.hits++;
         out[k++] = b;
     }
@@ -1424,6 +1453,135 @@ int ubj_cache_get_run_unlocking(struct ubj_cache *c, uint64_t blkno, uint32_t n,
     return cache_get_run(c, blkno, n, outer, dropped, out);
 }
 
+/* ---- read-ahead --------------------------------------------------------- */
+
+/* cache_ra_claim_locked -- claim buffers for the missing blocks of [blkno,
+ * blkno + n) from blkno on, up to the first cached one, taking only what
+ * CLOCK finds at once without a write (FREE, or CLEAN unreferenced: never
+ * DIRTY, FROZEN, PINNED, referenced or busy buffers; no reclaim, no
+ * wait).  How many, in v[]. */
+static uint32_t cache_ra_claim_locked(struct ubj_cache *c, uint64_t blkno,
+                                      uint32_t n, struct ubj_buf **v)
+{
+    uint32_t m = 0;
+    while (m < n && cache_find_locked(c, blkno + m) == NULL) {
+        int io_err = 0;
+        bool deferred = false;
+        struct ubj_buf *b = cache_clock_locked(c, CACHE_CLOCK_NOWRITE, &io_err,
+                                               &deferred);
+        if (b == NULL)
+            break;
+        cache_claim_locked(c, b, blkno + m);
+        b->flags |= CACHE_BUF_RA_IO;
+        v[m++] = b;
+    }
+    return m;
+}
+
+/* cache_ra_end_locked -- the read of v[0..m) ended with rc: the buffers
+ * CLEAN and read-ahead (the marker on block `mark`), still held by the
+ * claim's reference so that the rest of the call cannot reuse them; or,
+ * after a failed read, released (waiters hold no reference before the
+ * buffer is LOADED). */
+static void cache_ra_end_locked(struct ubj_cache *c, struct ubj_buf **v, uint32_t m,
+                                int rc, uint64_t mark)
+{
+    for (uint32_t j = 0; j < m; j++) {
+        struct ubj_buf *b = v[j];
+        b->io_busy = 0;
+        b->flags &= ~CACHE_BUF_RA_IO;
+        if (rc < 0) {
+            assert(b->refcnt == 1);
+            b->refcnt = 0;
+            cache_release_locked(c, b);
+            continue;
+        }
+        b->flags |= UBJ_BUF_LOADED | UBJ_BUF_VERIFY;
+        if (b->flags & CACHE_BUF_GONE)
+            continue;
+        b->flags |= CACHE_BUF_RA | (b->d->blkno == mark ? CACHE_BUF_MARK : 0);
+        cache_set_state_locked(c, b, UBJ_BUF_CLEAN, 0);
+    }
+    pthread_cond_broadcast(&c->io_cv);
+}
+
+/* cache_ra_put_locked -- the call is over: drop the claims' references
+ * on v[0..m); cold (CLOCK bit clear) unless got meanwhile. */
+static void cache_ra_put_locked(struct ubj_cache *c, struct ubj_buf **v, uint32_t m)
+{
+    for (uint32_t j = 0; j < m; j++) {
+        struct ubj_buf *b = v[j];
+        assert(b->refcnt > 0);
+        b->refcnt--;
+        if (b->flags & CACHE_BUF_RA)
+            b->referenced = 0;   /* not used yet: the first to go */
+        cache_release_locked(c, b);
+    }
+}
+
+/* ubj_cache_readahead -- see cache.h. */
+int ubj_cache_readahead(struct ubj_cache *c, uint64_t blkno, uint32_t n, uint64_t mark,
+                        pthread_mutex_t *outer, bool *dropped)
+{
+    *dropped = false;
+    if (n == 0 || blkno >= c->dev->nblocks || n > c->dev->nblocks - blkno)
+        return ubj_set_error(-EINVAL, "cache: read-ahead of blocks %llu+%u beyond "
+                             "the device (%llu blocks)", (unsigned long long)blkno,
+                             n, (unsigned long long)c->dev->nblocks);
+    uint32_t cap = c->nbufs / UBJ_CACHE_RUN_SHARE;
+    cap = cap > UBJ_CACHE_RUN_MAX ? UBJ_CACHE_RUN_MAX : cap > 0 ? cap : 1;
+    struct ubj_buf *v[UBJ_CACHE_RUN_MAX];
+    uint32_t done = 0, read = 0;
+    int rc = 0;
+    pthread_mutex_lock(&c->lock);
+    while (done < n && read < cap && rc == 0) {
+        if (cache_find_locked(c, blkno + done) != NULL) {
+            done++;   /* cached or being read: not ours */
+            continue;
+        }
+        uint32_t want = n - done < cap - read ? n - done : cap - read;
+        uint32_t m = cache_ra_claim_locked(c, blkno + done, want, v + read);
+        if (m == 0)
+            break;   /* no buffer without a write: read-ahead gives up */
+        c->stats.ra_reads++;
+        c->stats.ra_blocks += m;
+        bool drop = !*dropped && cache_outer_drop_locked(c, outer);
+        pthread_mutex_unlock(&c->lock);
+        cache_outer_release(c, blkno + done, outer, drop, dropped);
+        uint64_t t0 = cache_clock_ns(c);
+        rc = cache_run_read(c, v + read, m);
+        pthread_mutex_lock(&c->lock);
+        cache_count_wait_locked(c, *dropped ? &c->stats.read_wait_unlocked_ns
+                                            : &c->stats.read_wait_locked_ns, t0);
+        cache_ra_end_locked(c, v + read, m, rc, mark);
+        done += m;
+        if (rc == 0)
+            read += m;
+    }
+    cache_ra_put_locked(c, v, read);
+    cache_outer_retake_locked(c, outer, *dropped);   /* every read ended first */
+    pthread_mutex_unlock(&c->lock);
+    return rc < 0 ? rc : (int)read;   /* the device's error and message */
+}
+
+/* ubj_cache_ra_probe -- see cache.h. */
+unsigned ubj_cache_ra_probe(struct ubj_cache *c, uint64_t blkno, bool take_marker)
+{
+    pthread_mutex_lock(&c->lock);
+    struct ubj_buf *b = cache_find_locked(c, blkno);
+    unsigned r = 0;
+    if (b != NULL) {
+        r = UBJ_RA_CACHED;
+        if (b->flags & CACHE_BUF_MARK) {
+            r |= UBJ_RA_MARKED;
+            if (take_marker)
+                b->flags &= ~CACHE_BUF_MARK;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return r;
+}
+
 /* ubj_cache_lookup -- get without I/O; -ENOENT if blkno is not cached. */
 int ubj_cache_lookup(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out)
 {
@@ -1435,7 +1593,7 @@ int ubj_cache_lookup(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out)
             return -ENOENT;
         }
         if (b->flags & UBJ_BUF_LOADED) {
-            cache_hit_locked(b);
+            cache_hit_locked(c, b);
             pthread_mutex_unlock(&c->lock);
             *out = b;
             return 0;
@@ -1900,7 +2058,7 @@ static void cache_move_ref_locked(struct ubj_cache *c, struct ubj_buf **b,
 {
     if (*b == n)
         return;
-    cache_hit_locked(n);
+    cache_hit_locked(c, n);
     struct ubj_buf *old = *b;
     assert(old->refcnt > 0);
     old->refcnt--;

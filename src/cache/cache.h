@@ -120,6 +120,12 @@ struct ubj_buf {
 struct ubj_cache_stats {
     uint64_t hits, misses;
     uint64_t run_reads;          /* device reads of ubj_cache_get_run */
+    /* read-ahead (ubj_cache_readahead): blocks read ahead and the device
+     * requests that read them; of those blocks, the ones got before they
+     * were dropped (used), dropped (evicted, forgotten, invalidated)
+     * without a get (unused), and gets that found one still being read and
+     * waited for it (late; a late block is counted used too) */
+    uint64_t ra_blocks, ra_reads, ra_used, ra_unused, ra_late;
     uint64_t evictions;          /* buffers reused for another block */
     uint64_t writeback_blocks;   /* blocks written home by the cache */
     uint64_t writeback_data_bytes, writeback_meta_bytes;
@@ -135,8 +141,10 @@ struct ubj_cache_stats {
                                     last pass): ones it would have evicted
                                     were they CLEAN */
     /* Device waits on the configured clock (clock_ns; 0 without one):
-     * reads of a miss or run with the caller's lock held (ubj_cache_get,
-     * _get_run) or released (the _unlocking gets that did release it),
+     * reads of a miss, run or read-ahead (the caller waits for it: the
+     * read-ahead is synchronous) with the caller's lock held
+     * (ubj_cache_get, _get_run, _readahead without `outer`) or released
+     * (the _unlocking gets and _readahead that did release it),
      * and CLOCK's writes of a dirty victim home before a buffer could be
      * claimed (the caller's lock held, whichever get it was). */
     uint64_t read_wait_locked_ns, read_wait_unlocked_ns;
@@ -376,6 +384,43 @@ int ubj_cache_get_run_unlocking(struct ubj_cache *c, uint64_t blkno, uint32_t n,
  * a reader will touch.  Never fails; thread-safe.
  */
 void ubj_cache_wait_unlocked(struct ubj_cache *c, pthread_mutex_t *outer);
+
+/*
+ * ubj_cache_readahead -- read ahead the blocks of [blkno, blkno + n) that
+ * are not cached, each stretch of missing blocks in one device request --
+ * at most UBJ_CACHE_RUN_MAX blocks and 1/UBJ_CACHE_RUN_SHARE of the
+ * buffers in all per call (the rest is not read ahead: a call never
+ * reuses a buffer it read itself) -- into buffers that hold no reference
+ * afterwards: CLEAN, marked read-ahead
+ * (counted used at their first get, unused if dropped before; a get while
+ * the read is in flight waits for it and counts late), and the block
+ * `mark` (UINT64_MAX: none) carries the window's marker if this call
+ * reads it.  Read-ahead only takes what CLOCK finds at once without a
+ * write -- a FREE buffer, or a CLEAN one that is unreferenced, idle,
+ * unpinned and has no older version -- never a DIRTY, FROZEN, referenced
+ * or busy one; it writes nothing home, calls no reclaim and never waits
+ * for a buffer: when none is left it stops early.  With `outer` (the
+ * mount lock, held by the caller) that lock is released around the device
+ * reads (*dropped tells; the caller revalidates, as for
+ * ubj_cache_get_run_unlocking).  Reads are synchronous today: a block's
+ * ready time is the end of its request; an asynchronous submission keeps
+ * the same late-hit rule (the buffer stays busy until it completes).
+ * Returns the number of blocks read (0: all cached or no buffer);
+ * -EINVAL (n 0 or beyond the device); the device's error (-EIO: the
+ * failed request's blocks are not cached; earlier ones are).
+ * Thread-safe; `outer` is not c's lock.
+ */
+int ubj_cache_readahead(struct ubj_cache *c, uint64_t blkno, uint32_t n, uint64_t mark,
+                        pthread_mutex_t *outer, bool *dropped);
+
+#define UBJ_RA_CACHED 0x1u   /* ubj_cache_ra_probe: blkno is cached (or being read) */
+#define UBJ_RA_MARKED 0x2u   /* ... and carries a read-ahead marker */
+/*
+ * ubj_cache_ra_probe -- whether blkno is cached and marked, without a
+ * reference, I/O or a hit counted; with take_marker the marker is cleared
+ * (Linux's TestClearPageReadahead).  UBJ_RA_* bits.  Thread-safe.
+ */
+unsigned ubj_cache_ra_probe(struct ubj_cache *c, uint64_t blkno, bool take_marker);
 
 /* ubj_cache_lookup -- like get but never does I/O: -ENOENT on a miss. */
 int ubj_cache_lookup(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out);

@@ -154,11 +154,13 @@ static void file_atime(struct ubj_fs *fs, struct fs_iref *r)
 
 /* file_read_run -- copy n bytes at pos from the run mapped at pblk (0: a
  * hole) into dst; *done = bytes copied: block by block under
- * FS_RA_OFF_PAGE (a miss reads its block alone), else in runs (the
- * missing blocks of each stretch between cached ones as one device read:
- * fs_get_read_run).  Returns 0, FS_RESTART (F4) or the cache's error. */
-static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
-                         uint64_t pos, uint64_t n, uint64_t *done)
+ * FS_RA_OFF_PAGE (a miss reads its block alone) and under the window
+ * policies (the engine's step before each block: ra, rapath.c), else in
+ * runs (the missing blocks of each stretch between cached ones as one
+ * device read: fs_get_read_run).  Returns 0, FS_RESTART (F4) or the
+ * cache's error. */
+static int file_read_run(struct ubj_fs *fs, struct fs_ra_call *ra, uint64_t pblk,
+                         uint8_t *dst, uint64_t pos, uint64_t n, uint64_t *done)
 {
     *done = 0;
     if (pblk == 0) {
@@ -170,9 +172,11 @@ static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
     while (n > 0) {
         uint32_t boff = (uint32_t)(pos % UBJ_BS);
         uint64_t left = (boff + n + UBJ_BS - 1) / UBJ_BS;   /* blocks */
-        uint32_t want = fs->ra_policy == FS_RA_OFF_PAGE ? 1u
+        uint32_t want = fs->ra_policy == FS_RA_OFF_PAGE || ra ? 1u
                         : left < UBJ_CACHE_RUN_MAX ? (uint32_t)left : UBJ_CACHE_RUN_MAX;
-        int got = want == 1 ? fs_get_read(fs, pblk, &bufs[0])
+        int got = ra ? fs_ra_step(ra, pos / UBJ_BS) : 0;
+        if (got == 0)
+            got = want == 1 ? fs_get_read(fs, pblk, &bufs[0])
                             : fs_get_read_run(fs, pblk, want, bufs);
         if (got < 0)
             return got;
@@ -198,8 +202,9 @@ static int file_read_run(struct ubj_fs *fs, uint64_t pblk, uint8_t *dst,
  * F4; on a restart: up to the block that restarts).  Returns 0 (done
  * the whole range or to the end of the file), FS_RESTART (F4) or an
  * error. */
-static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
-                            size_t size, uint64_t off, uint64_t *done)
+static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r,
+                            struct fs_ra_stream *s, void *buf, size_t size,
+                            uint64_t off, uint64_t *done)
 {
     *done = 0;
     uint64_t isize = r->ip->size;
@@ -211,6 +216,11 @@ static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
     uint64_t end = isize - off < size ? isize : off + size;
     uint8_t *dst = buf;
     uint64_t pos = off;
+    struct fs_ra_call call, *ra = NULL;
+    if (s != NULL) {
+        fs_ra_call_begin(&call, fs, r, s, off, end);
+        ra = &call;
+    }
     while (pos < end) {
         uint32_t lblk = (uint32_t)(pos / UBJ_BS);
         uint64_t pblk;
@@ -221,7 +231,7 @@ static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
         if (rc == 0) {
             uint64_t run_end = ((uint64_t)lblk + len) * UBJ_BS;
             n = (run_end < end ? run_end : end) - pos;
-            rc = file_read_run(fs, pblk, dst, pos, n, &n);
+            rc = file_read_run(fs, ra, pblk, dst, pos, n, &n);
         }
         if (rc == FS_RESTART) {   /* what this run copied is right */
             *done = pos + n - off;
@@ -236,10 +246,11 @@ static int file_read_locked(struct ubj_fs *fs, struct fs_iref *r, void *buf,
     return 0;
 }
 
-/* ubj_pread -- pread(2): holes read as zeros; relatime atime; device reads
- * outside the mount lock (F4). */
-ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
-                  off_t off)
+/* fs_pread_stream -- pread(2) through read-ahead stream `own` (NULL: the
+ * inode's default): holes read as zeros; relatime atime; device reads
+ * outside the mount lock (F4); the stream's prev_pos after the call. */
+ssize_t fs_pread_stream(struct ubj_fs *fs, ubj_ino_t ino, struct fs_ra_stream *own,
+                        int advice, void *buf, size_t size, off_t off)
 {
     struct ubj_handle *h;
     struct fs_iref r;
@@ -253,15 +264,17 @@ ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
     int rc;
     fs_rd_begin(fs, &rd);
     bool own_msg = false;   /* rc from file_check_reg: its message */
+    struct fs_ra_stream *s = NULL;
     do {
         rc = fs_iget(fs, ino, &r);
         if (rc < 0)
             continue;   /* to fs_rd_again: a restart, or the end */
         rc = file_check_reg(r.ip, "pread", ino);
         own_msg = rc < 0;
+        s = rc == 0 ? fs_ra_stream(fs, ino, own, advice) : NULL;
         if (rc == 0 && size > total) {
             uint64_t n;
-            rc = file_read_locked(fs, &r, (uint8_t *)buf + total, size - total,
+            rc = file_read_locked(fs, &r, s, (uint8_t *)buf + total, size - total,
                                   (uint64_t)off + total, &n);
             total += n;
             if (rc == FS_RESTART && total == size)
@@ -273,9 +286,18 @@ ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
         }
         fs_iput(fs, &r);
     } while (fs_rd_again(&rd, rc));
+    if (s != NULL && total > 0)
+        fs_ra_read_done(&s->ra, (uint64_t)off, total);
     if (rc < 0 && total == 0)
         return fs_stop(fs, h, own_msg ? rc : file_err(rc, "pread", ino));
     return fs_stop(fs, h, (int)total);
+}
+
+/* ubj_pread -- pread(2) by inode number: the inode's default stream. */
+ssize_t ubj_pread(struct ubj_fs *fs, ubj_ino_t ino, void *buf, size_t size,
+                  off_t off)
+{
+    return fs_pread_stream(fs, ino, NULL, UBJ_FADV_NORMAL, buf, size, off);
 }
 
 /* ---- SEEK_DATA / SEEK_HOLE ---------------------------------------------- */
@@ -633,6 +655,7 @@ int fs_truncate(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
 {
     uint64_t old = r->ip->size;
     int rc = 0;
+    fs_ra_invalidate(fs, r->ino);   /* rapath.c S2: windows end here */
     if (size < old) {
         uint64_t keep = (size + UBJ_BS - 1) / UBJ_BS;
         if (keep < FILE_BLOCKS_END)

@@ -16,6 +16,8 @@
  *   ofile.c   open file descriptions (struct ubj_file), fadvise
  *   readahead.c  the read-ahead window engine: which pages a read brings
  *             in, per policy (readahead.h; no I/O, no lock of its own)
+ *   rapath.c  read-ahead in the read path: the engine's callbacks over a
+ *             call, the streams (per open file, per inode), invalidation
  *   dir.c     the per-directory B+tree of names: lookup, add, remove,
  *             iterate, walk
  *   namei.c   namespace operations (mknod, mkdir, unlink, rmdir, rename,
@@ -76,6 +78,30 @@ struct fs_open {
 
 struct fs_alloc;
 
+#define FS_RA_WINDOWS 8u
+/* One read-ahead stream (rapath.c): the engine's window and what it
+ * belongs to.  [the mount lock] */
+struct fs_ra_stream {
+    struct fs_ra_state ra;
+    ubj_ino_t ino;        /* the inode it was set up for (0: none yet) */
+    uint32_t epoch;       /* fs->ra_epoch of ino then (S2) */
+    int advice;           /* the UBJ_FADV_* it was set up for */
+    /* adaptive (rapath.c): the used fraction of its read-ahead, measured
+     * over its last FS_RA_WINDOWS windows beyond the calls' pages (a ring:
+     * interleaved streams on one state keep theirs) */
+    double p_used;        /* moving average, 1 at start */
+    uint64_t w_start[FS_RA_WINDOWS], w_next[FS_RA_WINDOWS];
+    uint32_t w_len[FS_RA_WINDOWS], w_used[FS_RA_WINDOWS];
+    uint32_t w_head;      /* the ring's oldest */
+    uint32_t w_off;       /* windows refused since the last probe */
+};
+/* The device's read cost as the adaptive policy measures it: a least-
+ * squares fit of T = a + b k over read-ahead requests of k blocks. */
+struct fs_ra_fit {
+    double n, sk, st, skk, skt, stt;
+};
+#define FS_RA_SLOTS 64u   /* default streams of the inode-number calls */
+
 struct ubj_fs {
     pthread_mutex_t lock;          /* the mount lock */
     _Atomic uint64_t privs_killed; /* set-id bits cleared (ubj_privs_killed) */
@@ -99,6 +125,15 @@ struct ubj_fs {
     uint32_t commit_interval_ms;
     enum fs_ra_policy ra_policy;   /* cfg.readahead: the read path (never
                                       changes after mount) */
+    uint32_t ra_pages;             /* its largest window, pages (linux*) */
+    struct fs_ra_stream ra_slots[FS_RA_SLOTS];  /* [lock] rapath.c */
+    uint32_t ra_epoch[FS_RA_SLOTS];             /* [lock] rapath.c S2 */
+    double ra_energy_j;            /* [lock] model energy of read-ahead
+                                      requests (rapath.c) */
+    struct fs_ra_fit ra_fit;       /* [lock] adaptive's cost fit (rapath.c) */
+    uint64_t ra_gated;             /* [lock] adaptive: windows refused */
+    int (*ra_future)(void *, ubj_ino_t, uint64_t);   /* cfg's (oracle) */
+    void *ra_future_ctx;
     uint64_t balloc_hint;          /* next-fit cursor for blocks */
     uint64_t ialloc_hint;          /* next-fit cursor for inodes */
     struct fs_open *open[FS_OPEN_BUCKETS];
@@ -180,6 +215,37 @@ int fs_get_read(struct ubj_fs *fs, uint64_t blkno, struct ubj_buf **out);
  * running fs_rd operation, as fs_get_read: k >= 1 buffers in out[0..k),
  * FS_RESTART (nothing held), or the cache's error. */
 int fs_get_read_run(struct ubj_fs *fs, uint64_t blkno, uint32_t n, struct ubj_buf **out);
+
+/* fs_read_ahead -- ubj_cache_readahead of [blkno, blkno + n) with the
+ * marker on `mark`, releasing the mount lock around the device reads for
+ * the running fs_rd operation, as fs_get_read_run: blocks read, FS_RESTART
+ * (the lock was released and fs->gen moved), or the cache's error. */
+int fs_read_ahead(struct ubj_fs *fs, uint64_t blkno, uint32_t n, uint64_t mark);
+
+/* ---- rapath.c: read-ahead in the read path ---- */
+/* One read call's view for the engine's callbacks (the fields after s are
+ * rapath.c's). */
+struct fs_ra_call {
+    struct ubj_fs *fs;
+    struct fs_iref *r;
+    struct fs_ra_stream *s;
+    uint64_t first, last, npages;       /* the call's pages, the file's */
+    uint64_t cur;                       /* the page being stepped */
+    uint64_t m_lblk, m_len, m_pblk;     /* the last extent mapped */
+    struct ubj_bdev *md;                /* the model, for energy; or NULL */
+    int err;
+};
+void fs_ra_invalidate(struct ubj_fs *fs, ubj_ino_t ino);
+void fs_ra_stream_advise(const struct ubj_fs *fs, struct fs_ra_stream *s, int advice);
+struct fs_ra_stream *fs_ra_stream(struct ubj_fs *fs, ubj_ino_t ino,
+                                  struct fs_ra_stream *own, int advice);
+void fs_ra_call_begin(struct fs_ra_call *c, struct ubj_fs *fs, struct fs_iref *r,
+                      struct fs_ra_stream *s, uint64_t off, uint64_t end);
+int fs_ra_step(struct fs_ra_call *c, uint64_t page);
+/* fs_pread_stream -- ubj_pread through stream `own` (NULL: the inode's
+ * default) with the open file's advice (file.c). */
+ssize_t fs_pread_stream(struct ubj_fs *fs, ubj_ino_t ino, struct fs_ra_stream *own,
+                        int advice, void *buf, size_t size, off_t off);
 
 /* ---- meta.c ---- */
 void fs_seal(void *fs, uint64_t blkno, void *data);   /* cache seal callback */

@@ -441,6 +441,18 @@ int fs_handle_start(struct ubj_fs *fs, uint64_t credits, struct ubj_handle **h)
     return rc;
 }
 
+/* fs_read_ahead -- read-ahead of a run for the running read operation. */
+int fs_read_ahead(struct ubj_fs *fs, uint64_t blkno, uint32_t n, uint64_t mark)
+{
+    struct fs_rd *rd = fs_rd_cur;
+    bool dropped;
+    pthread_mutex_t *outer = rd != NULL && rd->fs == fs ? &fs->lock : NULL;
+    int k = ubj_cache_readahead(fs->cache, blkno, n, mark, outer, &dropped);
+    if (k < 0 || !dropped || !meta_rd_changed(fs, rd))
+        return k;
+    return FS_RESTART;
+}
+
 /* fs_start -- lock the mount; with credits, refuse a read-only or failed
  * mount and start a handle.  On failure the lock is NOT held. */
 int fs_start(struct ubj_fs *fs, uint32_t credits, struct ubj_handle **h)

@@ -6,12 +6,12 @@
  *
  * A ubj_file is an inode number, an access mode and one ubj_open
  * reference, plus the per-open-file state POSIX puts in an open file
- * description: the read-ahead hint (advice) and, later, the read-ahead
- * engine's stream state (struct ofile_ra: issue 19, item 3).  The reads
- * and writes are the inode-number calls of file.c (ubj_pread, ubj_pwrite):
+ * description: the read-ahead hint (advice) and the read-ahead stream
+ * (struct fs_ra_stream, rapath.c).  The reads and writes are those of
+ * file.c (fs_pread_stream with this file's stream and advice, ubj_pwrite):
  * this file adds no read path of its own, except WILLNEED (ofile_willneed)
- * which brings blocks into the cache the way file_read_run does, without
- * copying them anywhere.
+ * which reads blocks ahead into the cache (fs_read_ahead: batched, only
+ * into free or clean unreferenced buffers) without copying them.
  *
  * Life of one file (the function doing each step):
  *
@@ -28,7 +28,8 @@
  *     drops it after leaving the set (ubj_release), unmount drops every
  *     one at once with the open table (super_close_all).
  *  O3 fs, ino and accmode never change after open; advice is atomic; ra
- *     is not read or written by anything yet (item 3 defines its lock).
+ *     is read and written under the mount lock only (rapath.c S1), and
+ *     follows advice at the file's next read (fs_ra_stream).
  *
  * Locking: ofile_lock is a leaf: taken inside the mount lock by
  * fs_files_close_all, never held while taking the mount lock (open and
@@ -44,27 +45,13 @@
 
 #define OFILE_BUCKETS 1024u   /* the live set's hash chains */
 
-/*
- * struct ofile_ra -- data layout only: the stream state of Linux's
- * struct file_ra_state (include/linux/fs.h, mm/readahead.c), which the
- * read-ahead engine of issue 19 item 3 fills and uses.  Nothing reads or
- * writes it today (zero from open); item 3 decides its lock and adds
- * the async marker and per-stream state it needs.
- */
-struct ofile_ra {
-    uint64_t start;        /* first block of the current window */
-    uint32_t size;         /* blocks in the window */
-    uint32_t async_size;   /* blocks left when the next window is started */
-    uint32_t ra_pages;     /* the window's largest size, in blocks */
-    uint64_t prev_pos;     /* byte after the last read */
-};
-
 struct ubj_file {
     struct ubj_fs *fs;             /* O3: never changes */
     ubj_ino_t ino;                 /* O3 */
     int accmode;                   /* O3: O_RDONLY, O_WRONLY or O_RDWR */
     _Atomic int advice;            /* UBJ_FADV_NORMAL, _SEQUENTIAL, _RANDOM */
-    struct ofile_ra ra;            /* item 3 */
+    struct fs_ra_stream ra;        /* [the mount lock] its read-ahead
+                                      stream (rapath.c; zero: none yet) */
     struct ubj_file *hnext;        /* [ofile_lock] the live set's chain */
     struct ubj_file *next, *prev;  /* [ofile_lock] fs->files */
 };
@@ -190,7 +177,8 @@ ssize_t ubj_file_pread(struct ubj_file *file, void *buf, size_t size, off_t off)
     if (file == NULL || file->accmode == O_WRONLY)
         return ubj_set_error(-EBADF, "file pread: %s", file ? "opened write-only"
                                                             : "no file");
-    return ubj_pread(file->fs, file->ino, buf, size, off);
+    return fs_pread_stream(file->fs, file->ino, &file->ra,
+                           atomic_load(&file->advice), buf, size, off);
 }
 
 /* ubj_file_pwrite -- ubj_pwrite through a file opened for writing. */
@@ -219,28 +207,27 @@ ubj_ino_t ubj_file_ino(const struct ubj_file *file)
 
 /* ---- fadvise -------------------------------------------------------------- */
 
-/* ofile_willneed -- cache the mapped blocks in [first, last] (block
- * numbers of the file): a ubj_cache_get and put per block, as
- * file_read_run without the copy.  Stops at the first error (ignored:
- * advice). */
+/* ofile_willneed -- read ahead the mapped blocks in [first, last] (block
+ * numbers of the file): one fs_read_ahead per physically contiguous
+ * stretch, as Linux's force_page_cache_readahead, under the mount lock;
+ * read-ahead takes only free or clean unreferenced buffers and stops when
+ * there are none.  Stops at the first error (ignored: advice). */
 static void ofile_willneed(struct ubj_fs *fs, struct fs_iref *r, uint64_t first,
                            uint64_t last)
 {
     uint64_t cap = ubj_cache_nbufs(fs->cache) / 2;
+    uint32_t chunk = ubj_cache_nbufs(fs->cache) / UBJ_CACHE_RUN_SHARE;  /* one call's most */
+    chunk = chunk > UBJ_CACHE_RUN_MAX ? UBJ_CACHE_RUN_MAX : chunk > 0 ? chunk : 1;
     if (last - first + 1 > cap)
         last = first + cap - 1;
     for (uint64_t lblk = first; lblk <= last;) {
         uint64_t pblk, max = last - lblk + 1;
         uint32_t len;
-        if (fs_ext_map(fs, r, (uint32_t)lblk, max > UINT32_MAX ? UINT32_MAX
-                       : (uint32_t)max, &pblk, &len) < 0)
+        if (fs_ext_map(fs, r, (uint32_t)lblk, max > chunk ? chunk : (uint32_t)max,
+                       &pblk, &len) < 0)
             return;
-        for (uint32_t i = 0; pblk != 0 && i < len; i++) {
-            struct ubj_buf *b;
-            if (ubj_cache_get(fs->cache, pblk + i, 0, &b) < 0)
-                return;
-            ubj_cache_put(fs->cache, b);
-        }
+        if (pblk != 0 && fs_read_ahead(fs, pblk, len, UINT64_MAX) < 0)
+            return;
         lblk += len;
     }
 }

@@ -98,7 +98,7 @@ bool fs_ra_seq_miss(const struct fs_ra_state *ra, enum fs_ra_policy pol,
     if (ra->prev_pos < 0)
         return false;   /* no read yet (page 0 is caught before this) */
     uint64_t prev = (uint64_t)ra->prev_pos >> RA_PAGE_SHIFT;
-    if (pol == FS_RA_LINUX)
+    if (pol == FS_RA_LINUX || pol == FS_RA_ADAPTIVE)
         return index - prev <= 1u;   /* unsigned: backward wraps huge */
     if (pol == FS_RA_LINUX_2013) {
         /* pgoff_t (32-bit unsigned long) minus loff_t (long long): the
@@ -226,18 +226,33 @@ readit:
     return ra_clip_submit(ops, ctx, ra->start, ra->size, ra->async_size, npages);
 }
 
+/* ra_oracle -- FS_RA_ORACLE's miss at index: the call's pages and every
+ * later one the future reads, while uncached (FS_RA_ORACLE_MAX at most). */
+static int ra_oracle(const struct fs_ra_ops *ops, void *ctx, uint64_t index,
+                     uint64_t last, uint64_t npages)
+{
+    uint64_t j = index + 1;
+    while (j < npages && j - index < FS_RA_ORACLE_MAX && !ops->cached(ctx, j) &&
+           (j < last || (ops->future != NULL && ops->future(ctx, j))))
+        j++;
+    return ra_clip_submit(ops, ctx, index, j - index, 0, npages);
+}
+
 int fs_ra_page(struct fs_ra_state *ra, enum fs_ra_policy pol,
                const struct fs_ra_ops *ops, void *ctx, uint64_t index,
                uint64_t last, uint64_t npages)
 {
     assert(index < last);
     uint64_t req = last - index;
-    bool linux_pol = pol == FS_RA_LINUX || pol == FS_RA_LINUX_2013;
+    bool linux_pol = pol == FS_RA_LINUX || pol == FS_RA_LINUX_2013 ||
+                     pol == FS_RA_ADAPTIVE;
     int rc = 0;
 
     if (!ops->cached(ctx, index)) {
         if (pol == FS_RA_OFF)
             return ra_clip_submit(ops, ctx, index, req, 0, npages);
+        if (pol == FS_RA_ORACLE)
+            return ra_oracle(ops, ctx, index, last, npages);
         if (pol == FS_RA_OFF_PAGE || !linux_pol || ra->ra_pages == 0)
             return ra_clip_submit(ops, ctx, index, 1, 0, npages);
         if (ra->random) {   /* force_page_cache_readahead: exactly req */
@@ -273,25 +288,25 @@ void fs_ra_read_done(struct fs_ra_state *ra, uint64_t pos, uint64_t len)
 static const char *const ra_names[] = {
     [FS_RA_OFF_PAGE] = "off-page", [FS_RA_OFF] = "off",
     [FS_RA_LINUX] = "linux", [FS_RA_LINUX_2013] = "linux-2013",
+    [FS_RA_ORACLE] = "oracle", [FS_RA_ADAPTIVE] = "adaptive",
 };
 
 int fs_ra_policy_parse(const char *name, enum fs_ra_policy *pol, uint32_t *ra_pages)
 {
-    static const char accepted[] = "off-page, off, linux[:KIB] or linux-2013[:KIB]";
+    static const char accepted[] = "off-page, off, linux[:KIB], linux-2013[:KIB], "
+                                   "adaptive[:KIB] or oracle";
     if (name == NULL)
         return ubj_set_error(-EINVAL, "read-ahead: no policy named (%s)", accepted);
-    if (strcmp(name, "oracle") == 0 || strcmp(name, "adaptive") == 0)
-        return ubj_set_error(-EINVAL, "read-ahead %s: not built yet (issue 19); "
-                             "%s", name, accepted);
     for (unsigned p = 0; p < sizeof ra_names / sizeof ra_names[0]; p++) {
         size_t n = strlen(ra_names[p]);
         if (strncmp(name, ra_names[p], n) != 0 || (name[n] != '\0' && name[n] != ':'))
             continue;
-        uint32_t pages = p >= FS_RA_LINUX ? FS_RA_DEFAULT_PAGES : 0;
+        bool window = p == FS_RA_LINUX || p == FS_RA_LINUX_2013 || p == FS_RA_ADAPTIVE;
+        uint32_t pages = window ? FS_RA_DEFAULT_PAGES : p == FS_RA_ORACLE ? FS_RA_ORACLE_MAX : 0;
         if (name[n] == ':') {
             char *end;
-            unsigned long kib = p >= FS_RA_LINUX ? strtoul(name + n + 1, &end, 10) : 0;
-            if (p < FS_RA_LINUX || end == name + n + 1 || *end != '\0' ||
+            unsigned long kib = window ? strtoul(name + n + 1, &end, 10) : 0;
+            if (!window || end == name + n + 1 || *end != '\0' ||
                 kib < 4 || kib > 65536 || kib % 4 != 0)
                 return ubj_set_error(-EINVAL, "read-ahead %s: the window is KIB, "
                                      "a multiple of 4 from 4 to 65536 (%s)",

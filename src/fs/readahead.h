@@ -27,7 +27,13 @@ enum fs_ra_policy {
                             the signed arithmetic of a 32-bit kernel before
                             "readahead: fix sequential read cache miss
                             detection" */
+    FS_RA_ORACLE,        /* clairvoyant: a miss reads the pages from it on
+                            that the future (ops->future) will read, up to
+                            FS_RA_ORACLE_MAX; nothing else (the bound) */
+    FS_RA_ADAPTIVE,      /* FS_RA_LINUX's windows, each gated by the
+                            read path's cost test (src/fs/rapath.c) */
 };
+#define FS_RA_ORACLE_MAX 256u   /* pages of one oracle read (1 MiB) */
 
 #define FS_RA_DEFAULT_PAGES 32u   /* 128 KiB: Linux's VM_READAHEAD_PAGES */
 #define FS_RA_NO_MARKER UINT64_MAX
@@ -57,6 +63,8 @@ struct fs_ra_state {
  *   take_marker(ctx, page)   1 if the page carries the marker, which is
  *                            cleared by the call (PG_readahead's
  *                            TestClearPageReadahead), else 0
+ *   future(ctx, page)        FS_RA_ORACLE only: 1 if the trace will read
+ *                            the page later, else 0 (NULL for the others)
  *   submit(ctx, start, n, marker)  read the pages of [start, start + n)
  *                            that are not cached (n >= 1, all below the
  *                            file's end: the engine clips); put the marker
@@ -66,6 +74,8 @@ struct fs_ra_state {
  */
 struct fs_ra_ops {
     int (*cached)(void *ctx, uint64_t page);
+    int (*future)(void *ctx, uint64_t page);   /* FS_RA_ORACLE: 1 if a later
+                                                 read will ask for the page */
     int (*take_marker)(void *ctx, uint64_t page);
     int (*submit)(void *ctx, uint64_t start, uint32_t n, uint64_t marker);
 };
@@ -84,7 +94,11 @@ void fs_ra_init(struct fs_ra_state *ra, uint32_t ra_pages);
  * two calls: on a miss the synchronous read-ahead (the window that
  * includes index), on a hit of the marker the asynchronous one (the next
  * window).  Under FS_RA_OFF_PAGE a miss submits [index, index + 1); under
- * FS_RA_OFF, [index, last).  Updates ra (not under the OFF policies).
+ * FS_RA_OFF, [index, last); under FS_RA_ORACLE [index, j), j the first
+ * page at or after last (and after index) that is cached, past the file
+ * or not in the future, at most FS_RA_ORACLE_MAX pages from index.
+ * FS_RA_ADAPTIVE decides as FS_RA_LINUX.  Updates ra (not under the OFF
+ * policies and the oracle).
  * Returns 0, or submit's error (ra is updated all the same, as Linux's).
  */
 int fs_ra_page(struct fs_ra_state *ra, enum fs_ra_policy pol,
@@ -101,7 +115,8 @@ void fs_ra_read_done(struct fs_ra_state *ra, uint64_t pos, uint64_t len);
 /*
  * fs_ra_seq_miss -- the sequential-miss test of ondemand_readahead: is a
  * miss at `index` the next page of (or the same page as) the last read?
- * FS_RA_LINUX: index - prev page <= 1 in unsigned arithmetic (fixed);
+ * FS_RA_LINUX and FS_RA_ADAPTIVE: index - prev page <= 1 in unsigned
+ * arithmetic (fixed);
  * FS_RA_LINUX_2013: the same difference signed, as a 32-bit kernel
  * computed it before the fix -- true for every index below the previous
  * read's page too.  False for the other policies and before any read.
@@ -113,10 +128,10 @@ bool fs_ra_seq_miss(const struct fs_ra_state *ra, enum fs_ra_policy pol,
 /*
  * fs_ra_policy_parse -- the policy named `name` (ubj_config.readahead,
  * mount -o readahead=): "off-page", "off", "linux" (FS_RA_DEFAULT_PAGES)
- * or "linux:KIB" (KIB a multiple of 4, 4..65536), "linux-2013[:KIB]".
- * *pol and *ra_pages on success; -EINVAL with a one-line message naming
- * the accepted names otherwise.  "oracle" and "adaptive" are refused as
- * not built yet (issue 19 item 4).  Reentrant.
+ * or "linux:KIB" (KIB a multiple of 4, 4..65536), "linux-2013[:KIB]",
+ * "adaptive[:KIB]", "oracle" (ra_pages FS_RA_ORACLE_MAX).  *pol and
+ * *ra_pages on success; -EINVAL with a one-line message naming the
+ * accepted names otherwise.  Reentrant.
  */
 int fs_ra_policy_parse(const char *name, enum fs_ra_policy *pol, uint32_t *ra_pages);
 

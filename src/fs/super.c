@@ -559,24 +559,27 @@ static void super_timer_stop(struct ubj_fs *fs)
 /* ---- mount and unmount -------------------------------------------------- */
 
 /* super_ra_policy -- cfg->readahead as the read path of the mount
- * (*pol, when pol is not NULL): off-page (the default) or off; the
- * read-ahead policies are refused until the engine is in the read path
- * (issue 19 item 3).  0 or -EINVAL with the message set. */
-static int super_ra_policy(const struct ubj_config *cfg, enum fs_ra_policy *pol)
+ * (*pol and *pages, when pol is not NULL): off-page (the default), off,
+ * linux[:KIB], linux-2013[:KIB], adaptive[:KIB] or oracle (with
+ * cfg->ra_future) (docs/READAHEAD.md).  0 or -EINVAL
+ * with the message set. */
+static int super_ra_policy(const struct ubj_config *cfg, enum fs_ra_policy *pol,
+                           uint32_t *pages)
 {
     enum fs_ra_policy p = FS_RA_OFF_PAGE;
-    uint32_t pages;
+    uint32_t n = 0;
     if (cfg && cfg->readahead) {
-        int rc = fs_ra_policy_parse(cfg->readahead, &p, &pages);
+        int rc = fs_ra_policy_parse(cfg->readahead, &p, &n);
         if (rc < 0)
             return rc;
-        if (p != FS_RA_OFF_PAGE && p != FS_RA_OFF)
-            return ubj_set_error(-EINVAL, "read-ahead %s: not in the read path yet "
-                                 "(issue 19 item 3): off-page or off",
-                                 cfg->readahead);
+        if (p == FS_RA_ORACLE && cfg->ra_future == NULL)
+            return ubj_set_error(-EINVAL, "read-ahead oracle: needs the future "
+                                 "(ubj_config.ra_future: the benchmark's trace)");
     }
-    if (pol)
+    if (pol) {
         *pol = p;
+        *pages = n;
+    }
     return 0;
 }
 
@@ -597,7 +600,9 @@ static int super_fs_new(struct ubj_bdev *dev, const struct ubj_config *cfg,
     fs->flags = cfg ? cfg->flags : 0;
     fs->commit_interval_ms = cfg && cfg->commit_interval_ms ?
                              cfg->commit_interval_ms : SUPER_COMMIT_MS_DEFAULT;
-    (void)super_ra_policy(cfg, &fs->ra_policy);   /* checked already */
+    (void)super_ra_policy(cfg, &fs->ra_policy, &fs->ra_pages);   /* checked already */
+    fs->ra_future = cfg ? cfg->ra_future : NULL;
+    fs->ra_future_ctx = cfg ? cfg->ra_future_ctx : NULL;
     fs->now = cfg ? cfg->now : NULL;
     fs->now_ctx = cfg ? cfg->now_ctx : NULL;
     uint32_t gen;
@@ -722,7 +727,7 @@ static int super_config_check(struct ubj_bdev *dev, const struct ubj_config *cfg
     if (cfg && (cfg->flags & ~(UBJ_MOUNT_RDONLY | UBJ_MOUNT_NO_TIMER |
                                UBJ_MOUNT_SCRUB | UBJ_MOUNT_NOATIME)))
         return ubj_set_error(-EINVAL, "mount: unknown flags 0x%x", cfg->flags);
-    return super_ra_policy(cfg, NULL);
+    return super_ra_policy(cfg, NULL, NULL);
 }
 
 /* fs_mode_image -- the image as a mode's verbs see it. */
@@ -1095,6 +1100,17 @@ int ubj_statfs_get(struct ubj_fs *fs, struct ubj_statfs *out)
     return fs_stop(fs, h, 0);
 }
 
+/* ubj_drop_caches -- drop the clean, unreferenced cached blocks. */
+int ubj_drop_caches(struct ubj_fs *fs)
+{
+    struct ubj_handle *h;
+    if (fs == NULL)
+        return ubj_set_error(-EINVAL, "drop caches: no mount");
+    fs_start(fs, 0, &h);
+    ubj_cache_invalidate(fs->cache);
+    return fs_stop(fs, h, 0);
+}
+
 /* ubj_fs_stats_get -- cache, mode and device counters since mount. */
 void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out)
 {
@@ -1128,5 +1144,14 @@ void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out)
     out->read_wait_locked_ns = cs.read_wait_locked_ns;
     out->read_wait_unlocked_ns = cs.read_wait_unlocked_ns;
     out->victim_wait_ns = cs.victim_wait_ns;
+    out->ra_blocks = cs.ra_blocks;
+    out->ra_requests = cs.ra_reads;
+    out->ra_used = cs.ra_used;
+    out->ra_unused = cs.ra_unused;
+    out->ra_late = cs.ra_late;
+    out->ra_unused_bytes = cs.ra_unused * UBJ_BS;
+    out->ra_energy_j = fs->ra_energy_j;
+    out->ra_unused_energy_j = cs.ra_blocks ? fs->ra_energy_j * (double)cs.ra_unused /
+                                             (double)cs.ra_blocks : 0;
     fs_stop(fs, h, 0);
 }

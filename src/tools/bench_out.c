@@ -859,6 +859,23 @@ static int bout_gnuplot(const char *dir)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
+/* tools_bout_csv_field, tools_bout_json_string, tools_bout_run_gnuplot --
+ * the helpers above for other studies (bench_out.h). */
+void tools_bout_csv_field(FILE *f, const char *s)
+{
+    bout_csv_str(f, s);
+}
+
+void tools_bout_json_string(FILE *f, const char *s)
+{
+    bout_json_str(f, s);
+}
+
+int tools_bout_run_gnuplot(const char *dir)
+{
+    return bout_gnuplot(dir);
+}
+
 /* bout_unlink_svgs -- remove the SVG files of p from dir (ENOENT is fine).
  * 0 or a negative errno. */
 static int bout_unlink_svgs(const char *dir, const struct bout_plot *p)

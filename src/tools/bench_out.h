@@ -131,4 +131,13 @@ void tools_bout_plot_names(const struct tools_bout_row *rows, size_t n, char *bu
 /* tools_bout_opname -- the lower-case name of operation kind k ("create"). */
 const char *tools_bout_opname(enum bh_opkind k);
 
+/* The writers the tables above use, for other studies (bench_ra.c):
+ * tools_bout_csv_field -- s as one CSV field (RFC 4180 quoting);
+ * tools_bout_json_string -- s as a JSON string (NULL: null);
+ * tools_bout_run_gnuplot -- `gnuplot plots.gp` in dir, killed after
+ *   TOOLS_BOUT_GNUPLOT_S seconds: 0, -ENOPKG (no gnuplot), -EIO, -ETIMEDOUT. */
+void tools_bout_csv_field(FILE *f, const char *s);
+void tools_bout_json_string(FILE *f, const char *s);
+int tools_bout_run_gnuplot(const char *dir);
+
 #endif /* UBJ_TOOLS_BENCH_OUT_H */

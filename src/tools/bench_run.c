@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "bench_out.h"
+#include "fs/readahead.h"
+#include "fs/readahead.h"
 #include "tools.h"
 #include "ubjfs/bdev.h"
 
@@ -122,8 +124,10 @@ static void brun_usage(void)
            "                        (repeatable; default ssd:sata and hdd:modern7200)\n"
            "      --nvm-profile P   NVM of mode ubj: dram (default), sttmram, pcm\n"
            "      --readahead P     the read path: off-page (default: a device\n"
-           "                        request per missing block) or off (one per run\n"
-           "                        of missing blocks of a call; docs/READAHEAD.md)\n"
+           "                        request per missing block), off (one per run\n"
+           "                        of missing blocks of a call), linux[:KIB],\n"
+           "                        linux-2013[:KIB] or adaptive[:KIB] (read-ahead\n"
+           "                        windows; docs/READAHEAD.md)\n"
            "      --cache SIZE      buffer cache (default 16M; K/M/G suffixes)\n"
            "      --image SIZE      image size (default 256M)\n"
            "      --commit-interval MS  commit interval (default 5000)\n"
@@ -346,12 +350,17 @@ static int brun_opt_str(struct brun_args *a, int c, char *arg)
     case 'd': return brun_add(&a->devs, arg, false, "device");
     case 'q': a->quiet = true; return 0;
     case BO_NVM: a->nvm_profile = arg; return 0;
-    case BO_RA:
-        if (strcmp(arg, "off") != 0 && strcmp(arg, "off-page") != 0)
-            return tools_usage_err("bad --readahead '%s' (off-page or off; the "
-                                   "read-ahead policies come with issue 19's engine)", arg);
+    case BO_RA: {
+        enum fs_ra_policy pol;
+        uint32_t pages;
+        if (fs_ra_policy_parse(arg, &pol, &pages) < 0)
+            return tools_usage_err("bad --readahead '%s': %s", arg, ubj_errormsg());
+        if (pol == FS_RA_ORACLE)
+            return tools_usage_err("--readahead oracle: needs a trace's future "
+                                   "reads (ubjfs bench readahead only)");
         a->readahead = arg;
         return 0;
+    }
     case BO_KV:
         if (a->kv != NULL)
             return tools_usage_err("--kv given twice: give its pairs once, comma-separated");

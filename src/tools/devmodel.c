@@ -228,6 +228,18 @@ void tools_fs_report(FILE *f, struct ubj_bdev *dev, const struct ubj_fs_stats *f
         dev_line(f, "nvm_persists", "%.0f", (double)fst->nvm_persists);
         dev_line(f, "cow_copies", "%.0f", (double)fst->cow_copies);
     }
+    if (fst->ra_blocks > 0) {   /* a read-ahead policy read ahead */
+        const struct { const char *k; double v; } ra[] = {
+            { "ra_blocks", (double)fst->ra_blocks }, { "ra_requests", (double)fst->ra_requests },
+            { "ra_used", (double)fst->ra_used }, { "ra_unused", (double)fst->ra_unused },
+            { "ra_late", (double)fst->ra_late },
+            { "ra_unused_bytes", (double)fst->ra_unused_bytes },
+        };
+        for (size_t i = 0; i < sizeof ra / sizeof ra[0]; i++)
+            dev_line(f, ra[i].k, "%.0f", ra[i].v);
+        dev_line(f, "ra_energy_j", "%.9f", fst->ra_energy_j);
+        dev_line(f, "ra_unused_energy_j", "%.9f", fst->ra_unused_energy_j);
+    }
 }
 
 /* tools_dev_report -- the statistics of the model in `dev`'s stack as

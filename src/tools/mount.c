@@ -57,6 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "fuse/fuse.h"
+#include "fs/readahead.h"
 #include "tools.h"
 
 #define MOUNT_CACHE_MIN (64u * 4096u)    /* the library's minimum cache */
@@ -114,15 +115,17 @@ static void mount_usage(void)
            "                         docs/DEVICES.md.  Requests take the modeled time.\n"
            "                         A request queue may go on top:\n"
            "                         queue:clook@hdd:modern7200 (fcfs, clook, sptf)\n"
-           "      --readahead P      read-ahead policy (also -o readahead=P): off or\n"
-           "                         off-page -- the kernel reads ahead nothing\n"
-           "                         above the mount (FUSE max_readahead 0); off-page\n"
-           "                         reads each missing block alone, off each READ's\n"
-           "                         contiguous missing blocks in one request (as\n"
-           "                         off-page here: the kernel then sends one page\n"
-           "                         per READ).  Without it: the kernel's default\n"
-           "                         window, each READ read as off does.\n"
-           "                         linux[:KIB], linux-2013, oracle, adaptive: not yet\n"
+           "      --readahead P      read-ahead policy (also -o readahead=P); with any\n"
+           "                         the kernel reads ahead nothing above the mount\n"
+           "                         (FUSE max_readahead 0): off-page reads each\n"
+           "                         missing block alone, off each READ's contiguous\n"
+           "                         missing blocks in one request (as off-page here:\n"
+           "                         the kernel then sends one page per READ),\n"
+           "                         linux[:KIB] (window, default 128) and linux-2013\n"
+           "                         read ahead as Linux does, adaptive[:KIB] as\n"
+           "                         linux where it pays (docs/READAHEAD.md).\n"
+           "                         Without it: the kernel's default window, each\n"
+           "                         READ read as off does.\n"
            "      --stats FILE       write the statistics (the model's, or the image's\n"
            "                         requests; the cache's, commits) to FILE at\n"
            "                         unmount and on SIGUSR1 (with --device and no\n"
@@ -332,24 +335,23 @@ static int mount_opts(struct mount_args *a, const char *arg)
 }
 
 /* mount_readahead -- --readahead P / -o readahead=P: the read-ahead
- * policies of issue 19.  off and off-page: the kernel reads ahead nothing
- * above the mount (INIT's max_readahead 0), and the mount's read path is
- * that policy (ubj_config.readahead); the others come with the read-ahead
- * engine and are refused until then.  -1 or an exit code. */
+ * policies of issue 19 (docs/READAHEAD.md).  Every policy answers INIT
+ * with max_readahead 0 -- the kernel reads ahead nothing above the mount,
+ * so the policy alone decides -- and is the mount's read path
+ * (ubj_config.readahead).  oracle needs a trace's future: refused.  -1
+ * or an exit code. */
 static int mount_readahead(struct mount_args *a, const char *arg)
 {
-    static const char *const later[] = { "linux", "linux-2013", "oracle", "adaptive" };
-    if (strcmp(arg, "off") == 0 || strcmp(arg, "off-page") == 0) {
-        a->fo.no_kernel_readahead = true;
-        a->readahead = arg;
-        return -1;
-    }
-    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
-        if (strcmp(arg, later[i]) == 0 || (i == 0 && strncmp(arg, "linux:", 6) == 0))
-            return tools_usage_err("readahead=%s: not yet: linux[:KIB], linux-2013, "
-                                   "oracle and adaptive come with the read-ahead "
-                                   "engine (issue 19); today off or off-page", arg);
-    return tools_usage_err("bad readahead=%s (off or off-page)", arg);
+    enum fs_ra_policy pol;
+    uint32_t pages;
+    if (fs_ra_policy_parse(arg, &pol, &pages) < 0)
+        return tools_usage_err("bad readahead=%s: %s", arg, ubj_errormsg());
+    if (pol == FS_RA_ORACLE)
+        return tools_usage_err("readahead=oracle: needs the future reads of a "
+                               "trace (ubjfs bench readahead only)");
+    a->fo.no_kernel_readahead = true;
+    a->readahead = arg;
+    return -1;
 }
 
 /* mount_opt_value -- one option with an argument; -1 or an exit code. */

@@ -378,14 +378,15 @@ static void run_all(void (*one)(const char *, char *, size_t), const char *brk,
     set(false);
 }
 
-/* run_both_paths -- run_all for both read paths: off-page (one block per
- * read: ubj_cache_get_unlocking) and off (R's two blocks in one read:
- * ubj_cache_get_run_unlocking). */
+/* run_both_paths -- run_all for the read paths: off-page (one block per
+ * read: ubj_cache_get_unlocking), off (R's two blocks in one read:
+ * ubj_cache_get_run_unlocking) and linux (the window read ahead:
+ * ubj_cache_readahead releasing the lock). */
 static void run_both_paths(void (*one)(const char *, char *, size_t), const char *brk,
                            void (*set)(bool))
 {
-    static const char *const paths[] = { "off-page", "off" };
-    for (int i = 0; i < 2; i++) {
+    static const char *const paths[] = { "off-page", "off", "linux" };
+    for (int i = 0; i < 3; i++) {
         tm_readahead = paths[i];
         run_all(one, brk, set);
     }

@@ -194,7 +194,7 @@ done
 for bad in "run --bogus" "run -w nosuch" "run -m nosuch" "run -d nosuch:x" "run -d ssd:nosuch" \
            "run --scale 0" "run --scale x" "run --ops 0" "run --think 5h" "run --clock wall" \
            "run --cache 1K" "run --nvm-profile nosuch" "run extra" "run --quick" \
-           "run --readahead linux" "run --readahead" \
+           "run --readahead oracle" "run --readahead linux:7" "run --readahead" \
            "run --trace-out $tmp/t" "run -w postmark,varmail --trace-in $tmp/t" \
            "headline --results" "--quick --seed x" "run -w" "run --kv nosuch=1" \
            "run -w postmark,iozone --kv files=10" "--quick --kv nosuch=1" \

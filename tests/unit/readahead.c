@@ -343,7 +343,9 @@ static void test_policy_parse(void **state)
         { "linux:65540", -EINVAL, 0, 0 }, { "linux:", -EINVAL, 0, 0 },
         { "linux:64k", -EINVAL, 0, 0 }, { "off:64", -EINVAL, 0, 0 },
         { "offf", -EINVAL, 0, 0 }, { "", -EINVAL, 0, 0 }, { "linuxx", -EINVAL, 0, 0 },
-        { "oracle", -EINVAL, 0, 0 }, { "adaptive", -EINVAL, 0, 0 },
+        { "oracle", 0, FS_RA_ORACLE, FS_RA_ORACLE_MAX }, { "oracle:64", -EINVAL, 0, 0 },
+        { "adaptive", 0, FS_RA_ADAPTIVE, FS_RA_DEFAULT_PAGES },
+        { "adaptive:512", 0, FS_RA_ADAPTIVE, 128 }, { "adaptivex", -EINVAL, 0, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         enum fs_ra_policy pol = FS_RA_OFF;

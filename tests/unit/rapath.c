@@ -1,0 +1,583 @@
+/*
+ * unit/rapath.c -- read-ahead through the real read path (src/fs/rapath.c,
+ * file.c, ubj_cache_readahead) on a RAM device, counting device requests
+ * and blocks: the hand-computed windows of docs/READAHEAD.md for linux,
+ * the linux-2013 difference on random reads, fadvise RANDOM and
+ * SEQUENTIAL through a struct ubj_file, truncate invalidating the window,
+ * the ra_* accounting of ubj_fs_stats, the oracle and adaptive policies,
+ * ubj_drop_caches; and, at the cache, "read-ahead
+ * never evicts a dirty, frozen or referenced buffer" and late hits.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fs/fs.h"
+#include "ubjfs/bdev.h"
+#include "ubjfs/model.h"
+
+#define RA_FILE_PAGES 160u
+
+/* ra_mount -- remount t's device with read path `pol` (cold cache). */
+static void ra_mount(struct tfs *t, const char *pol)
+{
+    if (t->fs != NULL)
+        assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    struct ubj_config cfg = { .flags = UBJ_MOUNT_NO_TIMER, .readahead = pol };
+    assert_ok(ubj_mount(t->dev, &cfg, &t->fs));
+}
+
+/* ra_file -- a file of `pages` pages written in one call (one extent),
+ * then a remount with `pol`; its inode number.  The inode is looked at
+ * once so that its block is cached, and the device's counters reset. */
+static ubj_ino_t ra_file(struct tfs *t, uint32_t pages, const char *pol)
+{
+    struct ubj_stat st;
+    assert_ok(ubj_create(t->fs, UBJ_ROOT_INO, "ra", 0644, NULL, &st));
+    size_t size = (size_t)pages * UBJ_BS;
+    uint8_t *b = malloc(size);
+    tpattern_fill(b, size, 3, 0);
+    assert_rc(ubj_pwrite(t->fs, st.ino, b, size, 0), (ssize_t)size);
+    free(b);
+    ra_mount(t, pol);
+    assert_ok(ubj_getattr(t->fs, st.ino, &st));
+    ubj_bdev_stats_reset(t->dev);
+    return st.ino;
+}
+
+/* ra_reads -- device read requests since the last reset. */
+static uint64_t ra_reads(struct tfs *t)
+{
+    struct ubj_bdev_stats st;
+    ubj_bdev_stats_get(t->dev, &st);
+    return st.reads;
+}
+
+/* ra_stats -- the mount's counters. */
+static struct ubj_fs_stats ra_stats(struct tfs *t)
+{
+    struct ubj_fs_stats s;
+    ubj_fs_stats_get(t->fs, &s);
+    return s;
+}
+
+/* ra_read_pages -- 4 KiB reads of pages [from, to) by inode number,
+ * checking the bytes. */
+static void ra_read_pages(struct tfs *t, ubj_ino_t ino, uint64_t from, uint64_t to)
+{
+    uint8_t buf[UBJ_BS];
+    for (uint64_t p = from; p < to; p++) {
+        assert_rc(ubj_pread(t->fs, ino, buf, UBJ_BS, (off_t)(p * UBJ_BS)), UBJ_BS);
+        assert_int_equal(tpattern_check(buf, UBJ_BS, 3, p * UBJ_BS), UBJ_BS);
+    }
+}
+
+/* test_sequential -- 4 KiB sequential reads of 128 pages under linux:
+ * the windows (0,4) (4,8) (12,16) (28,32) (60,32) (92,32) (124,32)
+ * (156,4: clipped at 160) are 8 device requests of 164 - 4 = 160 blocks,
+ * against 128 requests under off-page; 128 blocks used, none late.  The
+ * same under linux-2013 (sequential reads never go backward). */
+static void test_sequential(void **state)
+{
+    struct tfs *t = TFS(state);
+    static const char *const pols[] = { "linux", "linux-2013", "off-page" };
+    for (size_t i = 0; i < 3; i++) {
+        if (i > 0)
+            assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
+        ubj_ino_t ino = ra_file(t, RA_FILE_PAGES, pols[i]);
+        ra_read_pages(t, ino, 0, 128);
+        struct ubj_fs_stats s = ra_stats(t);
+        fprintf(stderr, "  %s: %llu reads, %llu read ahead, %llu used\n", pols[i],
+                (unsigned long long)ra_reads(t), (unsigned long long)s.ra_blocks,
+                (unsigned long long)s.ra_used);
+        bool win = i < 2;
+        assert_int_equal(ra_reads(t), win ? 8 : 128);
+        assert_int_equal(s.ra_requests, win ? 8 : 0);
+        assert_int_equal(s.ra_blocks, win ? 160 : 0);
+        assert_int_equal(s.ra_used, win ? 128 : 0);
+        assert_int_equal(s.ra_unused, 0);
+        assert_int_equal(s.ra_late, 0);
+        assert_int_equal(s.ra_unused_bytes, 0);
+    }
+}
+
+/* test_big_calls -- 128 KiB calls from page 0: (0,64) then (64,32),
+ * (96,32), (128,32): 4 requests for 4 calls, all 160 blocks. */
+static void test_big_calls(void **state)
+{
+    struct tfs *t = TFS(state);
+    ubj_ino_t ino = ra_file(t, RA_FILE_PAGES, "linux");
+    uint8_t *buf = malloc(32 * UBJ_BS);
+    for (int c = 0; c < 4; c++)
+        assert_rc(ubj_pread(t->fs, ino, buf, 32 * UBJ_BS, (off_t)c * 32 * UBJ_BS),
+                  32 * UBJ_BS);
+    assert_int_equal(tpattern_check(buf, 32 * UBJ_BS, 3, 96 * UBJ_BS), 32 * UBJ_BS);
+    free(buf);
+    struct ubj_fs_stats s = ra_stats(t);
+    assert_int_equal(ra_reads(t), 4);
+    assert_int_equal(s.ra_blocks, 160);
+    assert_int_equal(s.ra_used, 128);
+}
+
+/* test_random_2013 -- 4 KiB reads of pages 500, 100, 700: linux reads
+ * exactly those 3 blocks; linux-2013 takes the backward read at 100 for a
+ * sequential miss and reads (100,4): 6 blocks, 3 of them never used and
+ * dropped unused at DONTNEED. */
+static void test_random_2013(void **state)
+{
+    struct tfs *t = TFS(state);
+    static const char *const pols[] = { "linux", "linux-2013" };
+    for (size_t i = 0; i < 2; i++) {
+        if (i > 0)
+            assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
+        ubj_ino_t ino = ra_file(t, 800, pols[i]);
+        static const uint64_t pages[] = { 500, 100, 700 };
+        for (int k = 0; k < 3; k++)
+            ra_read_pages(t, ino, pages[k], pages[k] + 1);
+        struct ubj_file *f;
+        assert_ok(ubj_file_open(t->fs, ino, O_RDONLY, &f));
+        assert_ok(ubj_fadvise(f, 0, 0, UBJ_FADV_DONTNEED));
+        assert_ok(ubj_file_close(f));
+        struct ubj_fs_stats s = ra_stats(t);
+        fprintf(stderr, "  %s: %llu reads, %llu blocks, %llu unused\n", pols[i],
+                (unsigned long long)ra_reads(t), (unsigned long long)s.ra_blocks,
+                (unsigned long long)s.ra_unused);
+        assert_int_equal(ra_reads(t), 3);
+        assert_int_equal(s.ra_blocks, i == 0 ? 3 : 6);
+        assert_int_equal(s.ra_used, 3);
+        assert_int_equal(s.ra_unused, i == 0 ? 0 : 3);
+        assert_int_equal(s.ra_unused_bytes, i == 0 ? 0 : 3 * UBJ_BS);
+    }
+}
+
+/* test_fadvise -- through a struct ubj_file: 16 KiB calls at pages 0, 4,
+ * 8 read (0,8) (init_size(4) = 8, marker at 4), (8,16), (24,32) with
+ * NORMAL (each call hits the marker: ramp-up), but exactly (0,4), (4,4),
+ * (8,4) with RANDOM; SEQUENTIAL doubles the
+ * largest window (128 KiB calls: (0,64) merged, then 64-page windows). */
+static void test_fadvise(void **state)
+{
+    struct tfs *t = TFS(state);
+    static const struct { int adv; uint64_t reads, blocks; } cases[] = {
+        { UBJ_FADV_NORMAL, 3, 56 }, { UBJ_FADV_RANDOM, 3, 12 },
+    };
+    uint8_t *buf = malloc(32 * UBJ_BS);
+    for (size_t i = 0; i < 2; i++) {
+        if (i > 0)
+            assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
+        ubj_ino_t ino = ra_file(t, RA_FILE_PAGES, "linux");
+        struct ubj_file *f;
+        assert_ok(ubj_file_open(t->fs, ino, O_RDONLY, &f));
+        assert_ok(ubj_fadvise(f, 0, 0, cases[i].adv));
+        for (int c = 0; c < 3; c++)
+            assert_rc(ubj_file_pread(f, buf, 4 * UBJ_BS, (off_t)c * 4 * UBJ_BS),
+                      4 * UBJ_BS);
+        assert_int_equal(tpattern_check(buf, 4 * UBJ_BS, 3, 8 * UBJ_BS), 4 * UBJ_BS);
+        struct ubj_fs_stats s = ra_stats(t);
+        fprintf(stderr, "  advice %d: %llu reads, %llu blocks\n", cases[i].adv,
+                (unsigned long long)ra_reads(t), (unsigned long long)s.ra_blocks);
+        assert_int_equal(ra_reads(t), cases[i].reads);
+        assert_int_equal(s.ra_blocks, cases[i].blocks);
+        assert_ok(ubj_file_close(f));
+    }
+    /* SEQUENTIAL: ra_pages 64; 128 KiB calls: init_size(32, 64) = 64 all
+     * asked... (0,64) async 32 -> marker 32; call 2 hits it: (64,64) */
+    assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
+    ubj_ino_t ino = ra_file(t, RA_FILE_PAGES, "linux");
+    struct ubj_file *f;
+    assert_ok(ubj_file_open(t->fs, ino, O_RDONLY, &f));
+    assert_ok(ubj_fadvise(f, 0, 0, UBJ_FADV_SEQUENTIAL));
+    for (int c = 0; c < 2; c++)
+        assert_rc(ubj_file_pread(f, buf, 32 * UBJ_BS, (off_t)c * 32 * UBJ_BS),
+                  32 * UBJ_BS);
+    assert_int_equal(ra_reads(t), 2);
+    assert_int_equal(ra_stats(t).ra_blocks, 128);
+    assert_ok(ubj_file_close(f));
+    free(buf);
+}
+
+/* test_truncate -- truncate ends the window: after reads of pages 0 and 1
+ * the stream expects page 12 next (window (4,8)), so with the cache
+ * dropped a read of page 12 ramps up to (12,16), all ahead and starting
+ * at the page, so merged with the next: (12,48); after a truncate (that
+ * keeps page 12) the same read starts afresh and reads its page alone. */
+static void test_truncate(void **state)
+{
+    struct tfs *t = TFS(state);
+    for (int trunc = 0; trunc < 2; trunc++) {
+        if (trunc)
+            assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
+        ubj_ino_t ino = ra_file(t, RA_FILE_PAGES, "linux");
+        ra_read_pages(t, ino, 0, 2);
+        if (trunc) {
+            struct ubj_setattr sa = { .valid = UBJ_SET_SIZE, .size = 100 * UBJ_BS };
+            assert_ok(ubj_setattr(t->fs, ino, &sa, NULL));
+        }
+        struct ubj_file *f;
+        assert_ok(ubj_file_open(t->fs, ino, O_RDONLY, &f));
+        assert_ok(ubj_fadvise(f, 0, 0, UBJ_FADV_DONTNEED));
+        assert_ok(ubj_file_close(f));
+        uint64_t before = ra_stats(t).ra_blocks;
+        ra_read_pages(t, ino, 12, 13);
+        uint64_t got = ra_stats(t).ra_blocks - before;
+        fprintf(stderr, "  %s: page 12 read %llu blocks\n",
+                trunc ? "after truncate" : "no truncate", (unsigned long long)got);
+        assert_int_equal(got, trunc ? 1 : 48);
+    }
+}
+
+/* test_policy_names -- linux[:KIB] and linux-2013 mount; bad windows and
+ * names do not. */
+static void test_policy_names(void **state)
+{
+    struct tfs *t = TFS(state);
+    ra_mount(t, "linux:256");
+    assert_int_equal(t->fs->ra_pages, 64);
+    ra_mount(t, "linux-2013");
+    assert_int_equal(t->fs->ra_pages, FS_RA_DEFAULT_PAGES);
+    assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    static const char *const bad[] = { "linux:7", "oracle:64", "adaptive:3", "linuxx" };
+    for (size_t i = 0; i < 4; i++) {
+        struct ubj_config cfg = { .flags = UBJ_MOUNT_NO_TIMER, .readahead = bad[i] };
+        assert_rc(ubj_mount(t->dev, &cfg, &t->fs), -EINVAL);
+    }
+    ra_mount(t, NULL);
+}
+
+/* ra_future_bits -- the oracle's future for the tests: a page bitmap. */
+static int ra_future_bits(void *ctx, ubj_ino_t ino, uint64_t page)
+{
+    (void)ino;
+    const uint8_t *bits = ctx;
+    return page < 1024 && (bits[page / 8] >> (page % 8)) & 1;
+}
+
+/* test_oracle -- the oracle reads, at a miss, every later page the future
+ * reads, in one request: pages 0..63 of a sequential trace in 1 request
+ * of 64 blocks (none wasted); the random trace 500, 100, 700 its 3 pages;
+ * without ra_future the mount is refused. */
+static void test_oracle(void **state)
+{
+    struct tfs *t = TFS(state);
+    ubj_ino_t ino = ra_file(t, 800, NULL);
+    uint8_t bits[128] = { 0 };
+    for (int p = 0; p < 64; p++)
+        bits[p / 8] |= (uint8_t)(1u << (p % 8));
+    for (int round = 0; round < 2; round++) {
+        assert_ok(ubj_unmount(t->fs));
+        t->fs = NULL;
+        struct ubj_config cfg = { .flags = UBJ_MOUNT_NO_TIMER, .readahead = "oracle",
+                                  .ra_future = ra_future_bits, .ra_future_ctx = bits };
+        assert_ok(ubj_mount(t->dev, &cfg, &t->fs));
+        struct ubj_stat st;
+        assert_ok(ubj_getattr(t->fs, ino, &st));
+        ubj_bdev_stats_reset(t->dev);
+        static const uint64_t rnd[] = { 500, 100, 700 };
+        for (int k = 0; k < (round ? 3 : 64); k++)
+            ra_read_pages(t, ino, round ? rnd[k] : (uint64_t)k, (round ? rnd[k] : (uint64_t)k) + 1);
+        struct ubj_fs_stats s = ra_stats(t);
+        assert_int_equal(ra_reads(t), round ? 3 : 1);
+        assert_int_equal(s.ra_blocks, round ? 3 : 64);
+        assert_int_equal(s.ra_used, s.ra_blocks);
+        memset(bits, 0, sizeof bits);
+        for (int k = 0; k < 3; k++)
+            bits[rnd[k] / 8] |= (uint8_t)(1u << (rnd[k] % 8));
+    }
+    assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    struct ubj_config cfg = { .flags = UBJ_MOUNT_NO_TIMER, .readahead = "oracle" };
+    assert_rc(ubj_mount(t->dev, &cfg, &t->fs), -EINVAL);
+    ra_mount(t, NULL);
+}
+
+/* ra_on_model -- the file of ra_file (written on the RAM device), then the
+ * device under model kind:profile, mounted with pol. */
+static ubj_ino_t ra_on_model(struct tfs *t, const char *kind, const char *prof,
+                             const char *pol)
+{
+    ubj_ino_t ino = ra_file(t, RA_FILE_PAGES, NULL);
+    assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    struct ubj_bdev *m;
+    assert_ok(ubj_model_create(kind, prof, NULL, t->dev, &m));
+    t->dev = m;
+    ra_mount(t, pol);
+    struct ubj_stat st;
+    assert_ok(ubj_getattr(t->fs, ino, &st));
+    ubj_bdev_stats_reset(t->dev);
+    return ino;
+}
+
+/* test_adaptive -- 128 sequential 4 KiB reads.  While the cost fit
+ * cannot tell a from b, adaptive explores with windows of 1, 2, 4 ...
+ * pages beyond the call.  On ssd:emmc (74.5 us a request against 16.4 us
+ * a block, every window used) it then reads linux's windows: 160 blocks
+ * in 9 requests (one more than linux: the cut first window), refusing
+ * none; on nand:slc (no per-request cost: the fit's a is ~0 after 3
+ * requests) it refuses every later window and reads the calls' pages
+ * alone: 128 blocks in 122 requests, none wasted. */
+static void test_adaptive(void **state)
+{
+    struct tfs *t = TFS(state);
+    static const struct { const char *kind, *prof; uint64_t blocks, reads; bool gated; }
+    cases[] = {
+        { "ssd", "emmc", 160, 9, false }, { "nand", "slc", 128, 122, true },
+    };
+    for (size_t i = 0; i < 2; i++) {
+        if (i > 0) {
+            assert_ok(ubj_unmount(t->fs));
+            t->fs = NULL;
+            struct ubj_bdev *ram = t->dev->lower;   /* the model goes, RAM stays */
+            t->dev->lower = NULL;
+            ubj_bdev_destroy(t->dev);
+            t->dev = ram;
+            ra_mount(t, NULL);
+            assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
+        }
+        ubj_ino_t ino = ra_on_model(t, cases[i].kind, cases[i].prof, "adaptive");
+        ra_read_pages(t, ino, 0, 128);
+        struct ubj_fs_stats s = ra_stats(t);
+        fprintf(stderr, "  %s:%s: %llu reads, %llu blocks, %llu refused\n",
+                cases[i].kind, cases[i].prof, (unsigned long long)ra_reads(t),
+                (unsigned long long)s.ra_blocks, (unsigned long long)t->fs->ra_gated);
+        struct ubj_bdev_stats ds;
+        ubj_bdev_stats_get(t->dev, &ds);
+        assert_int_equal(ds.bytes_read, cases[i].blocks * UBJ_BS);
+        assert_int_equal(ds.reads, cases[i].reads);
+        assert_int_equal(s.ra_unused, 0);
+        assert_int_equal(t->fs->ra_gated > 0, cases[i].gated);
+    }
+}
+
+/* test_drop_caches -- ubj_drop_caches: a cached file reads from the device
+ * again afterwards, a dirty block stays cached (read without a device
+ * read), NULL is -EINVAL. */
+static void test_drop_caches(void **state)
+{
+    struct tfs *t = TFS(state);
+    ubj_ino_t ino = ra_file(t, 16, "off");
+    ra_read_pages(t, ino, 0, 16);
+    uint64_t cold = ra_reads(t);
+    assert_true(cold > 0);
+    uint8_t b[UBJ_BS];
+    memset(b, 0x5a, sizeof b);
+    assert_rc(ubj_pwrite(t->fs, ino, b, UBJ_BS, 20 * UBJ_BS), UBJ_BS);   /* dirty */
+    ubj_bdev_stats_reset(t->dev);
+    ra_read_pages(t, ino, 0, 16);
+    assert_int_equal(ra_reads(t), 0);   /* all cached */
+    assert_ok(ubj_drop_caches(t->fs));
+    ra_read_pages(t, ino, 0, 16);
+    assert_int_equal(ra_reads(t), cold);
+    ubj_bdev_stats_reset(t->dev);
+    assert_rc(ubj_pread(t->fs, ino, b, UBJ_BS, 20 * UBJ_BS), UBJ_BS);
+    assert_int_equal(b[7], 0x5a);
+    assert_int_equal(ra_reads(t), 0);   /* the dirty block stayed */
+    assert_rc(ubj_drop_caches(NULL), -EINVAL);
+}
+
+/* ---- at the cache ---------------------------------------------------------- */
+
+
+#define RC_NBUFS 128u   /* a read-ahead call reads at most 16 */
+
+struct rc_env { struct ubj_bdev *dev; struct ubj_cache *c; };
+
+static void rc_make(struct rc_env *e)
+{
+    assert_ok(ubj_bdev_ram_create(1024, &e->dev));
+    uint8_t blk[4096];
+    for (uint64_t b = 0; b < 1024; b++) {
+        memset(blk, (int)(b & 0xff), sizeof blk);
+        assert_ok(ubj_bdev_write(e->dev, b, 1, blk));
+    }
+    struct ubj_cache_config cfg = { .nbufs = RC_NBUFS };
+    assert_ok(ubj_cache_create(e->dev, &cfg, &e->c));
+}
+
+static void rc_free(struct rc_env *e)
+{
+    ubj_cache_destroy(e->c);
+    ubj_bdev_destroy(e->dev);
+}
+
+/* test_never_evicts -- a full cache of 128 buffers: 70 DIRTY, 30 FROZEN,
+ * 20 referenced CLEAN, 8 CLEAN unreferenced: read-ahead of 100 blocks
+ * reads only into the 8 clean unreferenced ones (one request), writes
+ * nothing, and every other buffer keeps its block and state. */
+static void test_never_evicts(void **state)
+{
+    (void)state;
+    struct rc_env e;
+    rc_make(&e);
+    struct ubj_buf *held[20], *b;
+    for (uint64_t k = 0; k < RC_NBUFS; k++) {
+        assert_ok(ubj_cache_get(e.c, k, 0, &b));
+        if (k < 70)
+            ubj_cache_mark_dirty(e.c, b, UBJ_KIND_DATA, 1);
+        else if (k < 100) {
+            ubj_cache_mark_dirty(e.c, b, UBJ_KIND_DATA, 1);
+            ubj_cache_set_state(e.c, b, UBJ_BUF_FROZEN, 1);
+        }
+        if (k >= 100 && k < 120)
+            held[k - 100] = b;
+        else
+            ubj_cache_put(e.c, b);
+    }
+    ubj_bdev_stats_reset(e.dev);
+    bool dropped;
+    int n = ubj_cache_readahead(e.c, 500, 100, UINT64_MAX, NULL, &dropped);
+    struct ubj_bdev_stats ds;
+    ubj_bdev_stats_get(e.dev, &ds);
+    fprintf(stderr, "  read ahead %d blocks, %llu writes\n", n,
+            (unsigned long long)ds.writes);
+    assert_int_equal(n, 8);
+    assert_int_equal(ds.writes, 0);
+    assert_int_equal(ds.reads, 1);
+    for (uint64_t k = 0; k < 120; k++) {
+        assert_ok(ubj_cache_lookup(e.c, k, &b));
+        struct ubj_buf_view v = ubj_cache_peek(e.c, b);
+        assert_int_equal(v.state, k < 70 ? UBJ_BUF_DIRTY : k < 100 ? UBJ_BUF_FROZEN
+                                                                : UBJ_BUF_CLEAN);
+        ubj_cache_put(e.c, b);
+    }
+    for (int i = 0; i < 20; i++)
+        ubj_cache_put(e.c, held[i]);
+    for (uint64_t k = 500; k < 508; k++) {   /* the ones it read: right bytes */
+        assert_ok(ubj_cache_lookup(e.c, k, &b));
+        assert_int_equal(b->data[100], (uint8_t)(k & 0xff));
+        ubj_cache_put(e.c, b);
+    }
+    struct ubj_cache_stats cs;
+    ubj_cache_stats_get(e.c, &cs);
+    assert_int_equal(cs.ra_blocks, 8);
+    assert_int_equal(cs.ra_used, 8);
+    /* the frozen ones must go before destroy's checks: forget the dirty */
+    for (uint64_t k = 70; k < 100; k++) {
+        assert_ok(ubj_cache_lookup(e.c, k, &b));
+        ubj_cache_set_state(e.c, b, UBJ_BUF_FREE, 0);
+        ubj_cache_put(e.c, b);
+    }
+    rc_free(&e);
+}
+
+#if UBJ_TEST_HOOKS   /* the unlocked-read hook parks the read-ahead */
+/* The late-hit test: the read-ahead's device read is parked (the cache's
+ * unlocked-read hook) until another thread's get of one of its blocks is
+ * waiting for it (ra_late counted), so the get is late by construction. */
+struct rc_late {
+    struct rc_env *e;
+    pthread_t getter;
+    uint8_t byte;
+    int rc;
+};
+
+static void *rc_getter(void *arg)
+{
+    struct rc_late *l = arg;
+    struct ubj_buf *b;
+    l->rc = ubj_cache_get(l->e->c, 603, 0, &b);
+    if (l->rc == 0) {
+        l->byte = b->data[7];
+        ubj_cache_put(l->e->c, b);
+    }
+    return NULL;
+}
+
+static void rc_late_hook(void *arg, struct ubj_cache *c, uint64_t blkno)
+{
+    struct rc_late *l = arg;
+    assert_int_equal(blkno, 600);   /* one request: one call of the hook */
+    assert_int_equal(pthread_create(&l->getter, NULL, rc_getter, l), 0);
+    for (;;) {   /* until the getter waits for block 603's read */
+        struct ubj_cache_stats cs;
+        ubj_cache_stats_get(c, &cs);
+        if (cs.ra_late > 0)
+            break;
+        sched_yield();
+    }
+}
+
+/* test_late -- a get of a block whose read-ahead is in flight waits for
+ * it and counts one late hit (and the block used); the others unused
+ * once dropped. */
+static void test_late(void **state)
+{
+    (void)state;
+    struct rc_env e;
+    rc_make(&e);
+    struct rc_late l = { .e = &e };
+    pthread_mutex_t outer = PTHREAD_MUTEX_INITIALIZER;
+    ubj_cache_test_read_hook(rc_late_hook, &l);
+    pthread_mutex_lock(&outer);
+    bool dropped;
+    int n = ubj_cache_readahead(e.c, 600, 8, UINT64_MAX, &outer, &dropped);
+    pthread_mutex_unlock(&outer);
+    ubj_cache_test_read_hook(NULL, NULL);
+    assert_int_equal(n, 8);
+    assert_true(dropped);
+    assert_int_equal(pthread_join(l.getter, NULL), 0);
+    assert_int_equal(l.rc, 0);
+    assert_int_equal(l.byte, 603 & 0xff);
+    ubj_cache_invalidate(e.c);
+    struct ubj_cache_stats cs;
+    ubj_cache_stats_get(e.c, &cs);
+    assert_int_equal(cs.ra_late, 1);
+    assert_int_equal(cs.ra_used, 1);
+    assert_int_equal(cs.ra_unused, 7);
+    assert_int_equal(cs.ra_reads, 1);
+    rc_free(&e);
+}
+#else
+static void test_late(void **state)
+{
+    (void)state;
+    fprintf(stderr, "  skipped: built without UBJ_TEST_HOOKS (no read hook to park "
+            "a read-ahead with)\n");
+    skip();
+}
+#endif
+
+/* test_marker -- the marker goes on the block asked for, only if this
+ * call reads it, and ubj_cache_ra_probe takes it once. */
+static void test_marker(void **state)
+{
+    (void)state;
+    struct rc_env e;
+    rc_make(&e);
+    bool dropped;
+    assert_int_equal(ubj_cache_readahead(e.c, 10, 4, 12, NULL, &dropped), 4);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 11, true), UBJ_RA_CACHED);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 12, false), UBJ_RA_CACHED | UBJ_RA_MARKED);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 12, true), UBJ_RA_CACHED | UBJ_RA_MARKED);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 12, true), UBJ_RA_CACHED);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 20, true), 0);
+    /* already cached: neither read again nor marked */
+    assert_int_equal(ubj_cache_readahead(e.c, 10, 4, 11, NULL, &dropped), 0);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 11, false), UBJ_RA_CACHED);
+    rc_free(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_sequential, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_big_calls, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_random_2013, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_fadvise, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_policy_names, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_oracle, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_adaptive, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_drop_caches, tfs_setup, tfs_teardown),
+        cmocka_unit_test(test_never_evicts),
+        cmocka_unit_test(test_late),
+        cmocka_unit_test(test_marker),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
