@@ -266,10 +266,11 @@ static void inode_init(struct ubj_fs *fs, struct ubj_inode *ip, uint32_t mode,
 int fs_inode_preread_new(struct ubj_fs *fs, ubj_ino_t parent_hint)
 {
     ubj_ino_t ino;
-    struct fs_iref r;
+    struct fs_iref r = { 0 };
     int rc = fs_ialloc_peek(fs, parent_hint, &ino);
-    if (rc == 0)
-        rc = fs_iget_raw(fs, ino, &r);
+    if (rc < 0)
+        return rc;
+    rc = fs_iget_raw(fs, ino, &r);
     if (rc == 0)
         fs_iput(fs, &r);
     return rc;
