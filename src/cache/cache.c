@@ -358,6 +358,7 @@ static void (*cache_read_hook)(void *, struct ubj_cache *, uint64_t);
 static void *cache_read_hook_arg;
 static bool cache_unlock_none;
 static bool cache_write_live;
+static bool cache_no_wait;
 #define CACHE_TEST_POINT(c, b) \
     do { if (cache_test_hook) cache_test_hook(cache_test_hook_arg, (c), (b)); } while (0)
 #else
@@ -970,6 +971,15 @@ static void cache_batch_raise_locked(struct ubj_cache *c, struct cache_batch *bt
 static int cache_batch_wait(struct ubj_cache *c, struct cache_batch *bt)
 {
     pthread_mutex_lock(&c->lock);
+#if UBJ_TEST_HOOKS
+    if (cache_no_wait) {   /* broken variant cache-no-wait: nobody waits */
+        for (struct cache_io *io = c->io_head; io != NULL; io = io->next)
+            if (io->batch == bt)
+                io->batch = NULL;   /* bt is gone when they complete */
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+    }
+#endif
     if (bt->wait_clock && bt->pending > 0 && c->drives)
         cache_batch_raise_locked(c, bt);
     while (bt->pending > 0)
@@ -1792,6 +1802,13 @@ void ubj_cache_test_read_hook(void (*fn)(void *, struct ubj_cache *, uint64_t),
 void ubj_cache_test_unlock_break(bool unlock_none)
 {
     cache_unlock_none = unlock_none;
+}
+
+/* ubj_cache_test_break_nowait -- test builds: the broken variant
+ * cache-no-wait. */
+void ubj_cache_test_break_nowait(bool no_wait)
+{
+    cache_no_wait = no_wait;
 }
 
 /* ubj_cache_test_break_live -- test builds: the broken variant write-live. */

@@ -443,6 +443,11 @@ void ubj_cache_test_break(bool stable_no_wait);
  * from the live buffer instead of its snapshot (what a device copies when
  * the write reaches it, perhaps after the buffer changed). */
 void ubj_cache_test_break_live(bool write_live);
+/* ubj_cache_test_break_nowait -- test builds: the broken variant
+ * `cache-no-wait`: write-back, write_home and write_bufs return once
+ * their requests are submitted, without waiting for them (so a flush the
+ * caller issues next may overtake them in a queue). */
+void ubj_cache_test_break_nowait(bool no_wait);
 #endif
 
 /* A buffer's descriptor and flags as ubj_cache_peek saw them under c->lock. */
