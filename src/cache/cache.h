@@ -301,8 +301,9 @@ void ubj_cache_destroy(struct ubj_cache *c);
  * ubj_cache_get -- a referenced buffer holding block `blkno` (its newest
  * version).  On a miss, reuses a CLEAN or FREE buffer (CLOCK), or writes a
  * DIRTY unpinned one home first -- an asynchronous request nobody waits
- * for: the buffer is reused once it completed (at once on a device that
- * completes inside submit), the hand moves on meanwhile (its write_begin
+ * for (but over a request queue the get waits for it): the buffer is
+ * reused once it completed (at once on a device that completes inside
+ * submit), the hand moves on meanwhile (its write_begin
  * may defer it: then, if nothing else was reusable, CLOCK asks again with
  * UBJ_WRITE_MUST), or
  * calls the reclaim hook; reads the block unless UBJ_GET_NOREAD.  Returns
