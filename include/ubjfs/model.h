@@ -154,6 +154,12 @@ void ubj_model_async_begin(void);
 /* ubj_model_async_end -- end one ubj_model_async_begin(). */
 void ubj_model_async_end(void);
 
+/* ubj_model_async_active -- 1 if this thread is inside a bracket (a
+ * caller that submits v2 requests and waits for them itself -- the
+ * cache's write-back -- then waits for their data only, not on the
+ * clock), else 0. */
+int ubj_model_async_active(void);
+
 /*
  * ubj_model_wait_idle -- wait (on d's clock) until model device `d` has
  * completed every request queued so far.  Returns 0 or -EINVAL (not a

@@ -149,6 +149,11 @@ struct ubj_cache_stats {
      * claimed (the caller's lock held, whichever get it was). */
     uint64_t read_wait_locked_ns, read_wait_unlocked_ns;
     uint64_t victim_wait_ns;
+    uint64_t io_writes;          /* write requests submitted (each one run
+                                    of blocks, asynchronous: interface v2) */
+    uint64_t io_inflight_max;    /* most write requests in flight at once */
+    uint64_t io_raised;          /* requests raised to time-critical because
+                                    a caller waits for them (over a queue) */
 };
 
 struct ubj_cache;
@@ -198,8 +203,11 @@ enum ubj_write_verdict {
  *    ubj_cache_get/ubj_cache_cow (eviction, reclaim), of
  *    ubj_cache_write_home or of ubj_cache_writeback (the write-back lock
  *    held) -- through the file system, so with the mount lock held; the
- *    timer's write-back takes it too.  Later (issue 18) write_done may run
- *    on a completion thread without it.  A hook therefore never takes the
+ *    timer's write-back takes it too.  Since issue 18 write_done runs in the
+ *    completion of the write's request: in the thread that submitted it
+ *    (a device that completes inside submit), in a thread waiting for or
+ *    draining a request queue, or on the queue's dispatcher thread --
+ *    without the mount lock, perhaps two at once for different buffers.  A hook therefore never takes the
  *    mount lock and never assumes it is held: the mode's own state it
  *    touches is under the mode's own lock.
  *  - A hook must not call ubj_cache_get, ubj_cache_cow, ubj_cache_write_home,
@@ -311,8 +319,12 @@ void ubj_cache_destroy(struct ubj_cache *c);
 /*
  * ubj_cache_get -- a referenced buffer holding block `blkno` (its newest
  * version).  On a miss, reuses a CLEAN or FREE buffer (CLOCK), or writes a
- * DIRTY unpinned one home first (its write_begin may defer it: then, if
- * nothing else was reusable, CLOCK asks again with UBJ_WRITE_MUST), or
+ * DIRTY unpinned one home first -- an asynchronous request nobody waits
+ * for (but over a request queue the get waits for it): the buffer is
+ * reused once it completed (at once on a device that completes inside
+ * submit), the hand moves on meanwhile (its write_begin
+ * may defer it: then, if nothing else was reusable, CLOCK asks again with
+ * UBJ_WRITE_MUST), or
  * calls the reclaim hook; reads the block unless UBJ_GET_NOREAD.  Returns
  * 0 and *out; -EINVAL (blkno beyond the device); -EIO (read failed:
  * nothing is cached); -ENOBUFS (every buffer referenced: the cache is too
@@ -483,6 +495,16 @@ void ubj_cache_test_unlock_break(bool unlock_none);
  * ubj_cache_wait_stable returns at once (a writer changes a buffer inside
  * a write's window). */
 void ubj_cache_test_break(bool stable_no_wait);
+/* ubj_cache_test_break_live -- test builds: the broken variant
+ * `write-live`: a single-buffer write (eviction, write_home) is submitted
+ * from the live buffer instead of its snapshot (what a device copies when
+ * the write reaches it, perhaps after the buffer changed). */
+void ubj_cache_test_break_live(bool write_live);
+/* ubj_cache_test_break_nowait -- test builds: the broken variant
+ * `cache-no-wait`: write-back, write_home and write_bufs return once
+ * their requests are submitted, without waiting for them (so a flush the
+ * caller issues next may overtake them in a queue). */
+void ubj_cache_test_break_nowait(bool no_wait);
 #endif
 
 /* A buffer's descriptor and flags as ubj_cache_peek saw them under c->lock. */
@@ -519,7 +541,8 @@ void ubj_cache_clear_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f);
  * ubj_cache_write_home -- write b (which the caller references) to its home
  * block now, from a sealed snapshot (a DIRTY one through the hooks, asked
  * with UBJ_WRITE_MUST), and mark it CLEAN if it was DIRTY (and not rolled
- * back or redirtied) or FROZEN.  No device flush.  Returns 0 or -EIO
+ * back or redirtied) or FROZEN.  Waits for a write of b in flight first,
+ * then for its own (as ubj_cache_writeback waits).  No device flush.  Returns 0 or -EIO
  * (state unchanged).
  */
 int ubj_cache_write_home(struct ubj_cache *c, struct ubj_buf *b);
@@ -531,7 +554,12 @@ int ubj_cache_write_home(struct ubj_cache *c, struct ubj_buf *b);
 /*
  * ubj_cache_writeback -- write every DIRTY (and, with UBJ_WB_PINNED,
  * pinned) buffer home in block order, coalesced, each from a sealed
- * snapshot through the hooks, then optionally flush the device.  Buffers
+ * snapshot through the hooks, then optionally flush the device.  The runs
+ * are asynchronous time-noncritical requests, up to 32 in flight (a queue
+ * below may reorder them); the call waits for all of them before the
+ * flush and before it returns (raised to time-critical while it waits;
+ * on a timed model's clock too, unless inside ubj_model_async_begin/end),
+ * and first for writes of DIRTY buffers already in flight.  Buffers
  * become CLEAN, except those write_begin deferred (unless UBJ_WB_MUST) or
  * rolled back: they stay DIRTY (a mode that needs everything home calls
  * again; ubj_cache_stats_get's `dirty` says what is left).  Returns 0 or
@@ -602,8 +630,9 @@ uint32_t ubj_cache_revoke(struct ubj_cache *c, uint64_t blkno, uint32_t *out,
  * reused and frozen again may be in the middle of a commit that has not
  * reached its commit record: writing it home would put an uncommitted
  * transaction on the device.  Counts the writes in the write-back
- * statistics.  Returns 0 or the first device error (every buffer is
- * still attempted).  Thread-safe (takes the write-back and cache locks).
+ * statistics.  The runs are asynchronous requests in flight together and
+ * waited for as ubj_cache_writeback's.  Returns 0 or the first device
+ * error (every buffer is still attempted).  Thread-safe (takes the write-back and cache locks).
  */
 int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
                          const uint64_t *txid, uint32_t n);
@@ -626,6 +655,14 @@ bool ubj_cache_drop_clean(struct ubj_cache *c, uint64_t blkno);
  * (they squeeze the cache's hot clean blocks out).  Thread-safe.
  */
 uint64_t ubj_cache_take_cold_frozen(struct ubj_cache *c);
+
+/*
+ * ubj_cache_wait_writes -- wait until no write of the cache is in flight
+ * (an eviction's nobody waits for), driving a request queue below if the
+ * stack has one.  No flush; no clock wait.  Thread-safe; the caller holds
+ * no lock a write's completion takes (c->lock, the mode's).
+ */
+void ubj_cache_wait_writes(struct ubj_cache *c);
 
 /* ubj_cache_stats_get -- counters since creation. */
 void ubj_cache_stats_get(struct ubj_cache *c, struct ubj_cache_stats *out);

@@ -188,6 +188,11 @@ struct cx_config {
     int stop_at_first;       /* stop exploring a workload at its first failure */
     int verbose;             /* print every failing state's full story */
     const char *tmpdir;      /* region files (/dev/shm or $TMPDIR) */
+    const char *stack;       /* device layers between the file system and
+                                the write recorder of the recorded runs, a
+                                spec without its leaf (include/ubjfs/model.h:
+                                "queue:clook@hdd:hp_c2249a"), so the recorder
+                                sees the scheduler's order; NULL: none */
 };
 
 struct cx_failure {

@@ -58,11 +58,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "cache/cache.h"  /* ubj_cache_test_break_nowait */
 #include "crash/crash.h"
 #include "txn/handle.h"   /* ubj_handle_test_break */
 #include "txn/journal.h"
 #include "txn/ubj.h"
 #include "ubjfs/mode.h"
+#include "ubjfs/model.h"  /* ubj_bdev_open_spec: cfg->stack */
 #include "ubjfs/nvm.h"
 #include "ubjfs/ubjfs.h"
 #include "util/util.h"
@@ -105,6 +107,7 @@ struct ex {
     struct ex_mark beg[CX_MAX_OPS], end[CX_MAX_OPS];
     uint64_t points;                 /* nvm points of an unarmed run */
     struct ubj_bdev *rec;            /* the latest run's recording */
+    struct ubj_bdev *top;            /* cfg->stack over rec (owns it), or NULL */
     struct ubj_nvm_shadow *sh;
     struct ex_mark cap;
     struct ubj_bdev *img;            /* crash images are built here */
@@ -123,21 +126,23 @@ struct ex {
 static enum ubjm_break ex_ubj_break;
 static enum ubj_jbreak ex_j_break;
 static bool ex_h_break;   /* handle-no-wait: the commit barrier does not wait */
+static bool ex_c_break;   /* cache-no-wait: write-back does not wait for its writes */
 
 static const struct {
     const char *name;
     enum ubjm_break ub;
     enum ubj_jbreak jb;
-    bool hb;
+    bool hb, cb;
 } ex_breaks[] = {
-    { "none", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, false },
-    { "ubj-data-flush", UBJM_BREAK_DATA_FLUSH, UBJ_JBREAK_NONE, false },
-    { "ubj-commit-persist", UBJM_BREAK_COMMIT_PERSIST, UBJ_JBREAK_NONE, false },
-    { "ubj-early-free", UBJM_BREAK_EARLY_FREE, UBJ_JBREAK_NONE, false },
-    { "ubj-ckpt-flush", UBJM_BREAK_CKPT_FLUSH, UBJ_JBREAK_NONE, false },
-    { "journal-commit-flush", UBJM_BREAK_NONE, UBJ_JBREAK_COMMIT_FLUSH, false },
-    { "journal-ckpt-flush", UBJM_BREAK_NONE, UBJ_JBREAK_CKPT_FLUSH, false },
-    { "handle-no-wait", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, true },
+    { "none", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, false, false },
+    { "ubj-data-flush", UBJM_BREAK_DATA_FLUSH, UBJ_JBREAK_NONE, false, false },
+    { "ubj-commit-persist", UBJM_BREAK_COMMIT_PERSIST, UBJ_JBREAK_NONE, false, false },
+    { "ubj-early-free", UBJM_BREAK_EARLY_FREE, UBJ_JBREAK_NONE, false, false },
+    { "ubj-ckpt-flush", UBJM_BREAK_CKPT_FLUSH, UBJ_JBREAK_NONE, false, false },
+    { "journal-commit-flush", UBJM_BREAK_NONE, UBJ_JBREAK_COMMIT_FLUSH, false, false },
+    { "journal-ckpt-flush", UBJM_BREAK_NONE, UBJ_JBREAK_CKPT_FLUSH, false, false },
+    { "handle-no-wait", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, true, false },
+    { "cache-no-wait", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, false, true },
 };
 
 /* cx_set_break -- select a broken variant for the recorded runs. */
@@ -148,6 +153,7 @@ int cx_set_break(const char *name)
             ex_ubj_break = ex_breaks[i].ub;
             ex_j_break = ex_breaks[i].jb;
             ex_h_break = ex_breaks[i].hb;
+            ex_c_break = ex_breaks[i].cb;
             return 0;
         }
     return ubj_set_error(-EINVAL, "unknown broken variant '%s' (%s)", name,
@@ -159,15 +165,15 @@ const char *cx_break_get(void)
 {
     for (size_t i = 0; i < sizeof ex_breaks / sizeof ex_breaks[0]; i++)
         if (ex_breaks[i].ub == ex_ubj_break && ex_breaks[i].jb == ex_j_break &&
-            ex_breaks[i].hb == ex_h_break)
+            ex_breaks[i].hb == ex_h_break && ex_breaks[i].cb == ex_c_break)
             return ex_breaks[i].name;
     return "none";
 }
 
 /* cx_break_applies -- whether the selected variant changes what mode
  * `name` does: the ubj-* variants the mode with an NVM region, the
- * journal-* ones the modes with a log, handle-no-wait (and none) every
- * mode. */
+ * journal-* ones the modes with a log, handle-no-wait, cache-no-wait
+ * (and none) every mode. */
 bool cx_break_applies(const char *name)
 {
     const struct ubj_mode_info *m = ubj_mode_lookup(name);
@@ -184,7 +190,7 @@ bool cx_break_applies(const char *name)
 const char *cx_break_names(void)
 {
     return "none ubj-data-flush ubj-commit-persist ubj-early-free ubj-ckpt-flush "
-           "journal-commit-flush journal-ckpt-flush handle-no-wait";
+           "journal-commit-flush journal-ckpt-flush handle-no-wait cache-no-wait";
 }
 
 /* ex_breaking -- switch the selected variant on (1) or everything off (0). */
@@ -193,6 +199,7 @@ static void ex_breaking(int on)
     ubjm_test_break(on ? ex_ubj_break : UBJM_BREAK_NONE);
     ubj_journal_test_break(on ? ex_j_break : UBJ_JBREAK_NONE);
     ubj_handle_test_break(on && ex_h_break);
+    ubj_cache_test_break_nowait(on && ex_c_break);
 }
 #else   /* a plain build: no broken variant to switch */
 #define ex_breaking(on) ((void)0)
@@ -468,11 +475,16 @@ static int ex_run(struct ex *x, uint64_t arm, int first)
 {
     struct ubj_bdev *ram;
     struct ubj_fs *fs;
-    ubj_bdev_destroy(x->rec);
-    x->rec = NULL;
+    ubj_bdev_destroy(x->top != NULL ? x->top : x->rec);
+    x->rec = x->top = NULL;
     int rc = ex_ram_from(x, x->base, &ram);
     if (rc == 0 && (rc = ubj_bdev_record_create(ram, &x->rec)) < 0)
         ubj_bdev_destroy(ram);
+    if (rc == 0 && x->cfg->stack != NULL &&
+        (rc = ubj_bdev_open_spec(x->cfg->stack, x->rec, NULL, &x->top)) < 0) {
+        ubj_bdev_destroy(x->rec);
+        x->rec = NULL;
+    }
     if (rc == 0 && x->nvm)
         rc = ex_file_put(x->reg_run, x->base_region, x->region_size);
     if (rc < 0)
@@ -484,7 +496,7 @@ static int ex_run(struct ex *x, uint64_t arm, int first)
         ubj_nvm_shadow_install(x->sh);
     }
     ex_breaking(1);
-    rc = ubj_mount(x->rec, &mc, &fs);
+    rc = ubj_mount(x->top != NULL ? x->top : x->rec, &mc, &fs);
     ubj_nvm_shadow_install(NULL);
     if (rc < 0) {
         ex_breaking(0);
@@ -1348,7 +1360,7 @@ static void ex_cleanup(struct ex *x)
 {
     for (unsigned j = 0; j <= CX_MAX_OPS; j++)
         cx_tree_free(x->ref[j]);
-    ubj_bdev_destroy(x->rec);
+    ubj_bdev_destroy(x->top != NULL ? x->top : x->rec);
     ubj_bdev_destroy(x->img);
     if (x->sh)
         ubj_nvm_shadow_free(x->sh);

@@ -126,6 +126,12 @@ void ubj_model_async_begin(void)
     bdev_async_depth++;
 }
 
+/* ubj_model_async_active -- inside a bracket on this thread? */
+int ubj_model_async_active(void)
+{
+    return bdev_async_depth > 0;
+}
+
 /* ubj_model_async_end -- close one bracket. */
 void ubj_model_async_end(void)
 {

@@ -66,6 +66,10 @@ static void ct_usage(void)
            "                   epoch's writes survive in any subset; the default) or\n"
            "                   write-through (durable on completion; the writes in\n"
            "                   flight at the cut survive in any subset)\n"
+           "  --stack SPEC     device layers between the file system and the write\n"
+           "                   recorder, e.g. queue:clook@hdd:hp_c2249a (a request\n"
+           "                   queue over a model on the virtual clock): the states\n"
+           "                   follow the scheduler's order (default: none)\n"
            "  --quick          the CI pass (default): each core op once, suffixes\n"
            "                   rotating, plus the pairs\n"
            "  --full           the long pass (>= 100 000 states in the default modes):\n"
@@ -118,10 +122,11 @@ static void ct_repro(const struct ct_opts *o, const char *mode, const struct cx_
              "mode %s, seed %llu%s%s\n"
              "crash point: %s\n"
              "failure: %s\n"
-             "replay: ubjfs crashtest --mode %s --seed %llu%s%s --workload THIS_FILE",
+             "replay: ubjfs crashtest --mode %s --seed %llu%s%s%s%s --workload THIS_FILE",
              w->name, mode, (unsigned long long)c.seed, brk[0] ? ", broken variant" : "",
              brk, mf.point, mf.why, mode, (unsigned long long)c.seed, brk,
-             c.persist == CX_PERSIST_THROUGH ? " --persist write-through" : "");
+             c.persist == CX_PERSIST_THROUGH ? " --persist write-through" : "",
+             c.stack != NULL ? " --stack " : "", c.stack != NULL ? c.stack : "");
     FILE *fp = fopen(path, "w");
     if (fp == NULL) {
         tools_err("%s: %s", path, strerror(errno));
@@ -280,6 +285,7 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
         { "random", required_argument, NULL, 'r' }, { "ops", required_argument, NULL, 'O' },
         { "persist", required_argument, NULL, 'p' },
+        { "stack", required_argument, NULL, 'X' },
         { NULL, 0, NULL, 0 },
     };
     int64_t depth = -1, pairs = -1, triples = -1, dcrash = -1;
@@ -311,6 +317,7 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         case 'q': o->full = 0; break;
         case 'f': o->full = 1; break;
         case 'o': o->out = optarg; break;
+        case 'X': o->cfg.stack = optarg; break;
         case 'p':
             if (strcmp(optarg, "volatile") == 0)
                 o->cfg.persist = CX_PERSIST_VOLATILE;

@@ -108,7 +108,6 @@ struct trial_state {
     struct trial_dep *dep;       /* [lock] */
     uint32_t ndep, capdep;
     uint64_t seq;                /* [lock] dependents made */
-    uint8_t dev[TRIAL_BS];       /* [lock] write_begin's read of the device */
     /* the open handle (one at a time: T-H) [the mount lock] */
     uint32_t last_remove;        /* provider, or TRIAL_NONE */
     uint64_t made[16];           /* nodes NODE_INIT made */
@@ -320,14 +319,17 @@ static int trial_event_locked(struct trial_state *s, const struct ubj_event *ev)
 /* ---- the cache hooks ------------------------------------------------------ */
 
 /* trial_undo_node -- a directory node waits: its payload as the device has
- * it (what it held when last written; the header is resealed). */
+ * it (what it held when last written; the header is resealed).  Called
+ * with s->lock released: the read may complete other writes, whose
+ * write_done takes it (a request queue runs completions in a submitter). */
 static int trial_undo_node(struct trial_state *s, uint64_t blkno, uint8_t *snap)
 {
-    int rc = ubj_bdev_read(s->t->dev, blkno, 1, s->dev);
-    if (rc < 0)
-        return rc;
-    memcpy(snap + TRIAL_HDR, s->dev + TRIAL_HDR, TRIAL_BS - TRIAL_HDR);
-    return 0;
+    uint8_t *dev = malloc(TRIAL_BS);
+    int rc = dev != NULL ? ubj_bdev_read(s->t->dev, blkno, 1, dev) : -ENOMEM;
+    if (rc == 0)
+        memcpy(snap + TRIAL_HDR, dev + TRIAL_HDR, TRIAL_BS - TRIAL_HDR);
+    free(dev);
+    return rc;
 }
 
 /* trial_undone -- dependent d of a write that rolls back: is its update
@@ -376,8 +378,11 @@ static int trial_write_begin(void *ctx, struct ubj_buf *b, uint64_t blkno,
         return UBJ_WRITE_DEFER;
     }
     if (waits) {
-        if (node)   /* a device that cannot be read will not take the write */
+        if (node) {   /* a device that cannot be read will not take the write */
+            pthread_mutex_unlock(&s->lock);
             (void)trial_undo_node(s, blkno, snap);
+            pthread_mutex_lock(&s->lock);
+        }
         uint64_t last = UINT64_MAX;   /* newest first */
         for (;;) {
             struct trial_dep *n = NULL;
