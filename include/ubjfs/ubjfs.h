@@ -686,7 +686,9 @@ struct ubj_fs_stats {
      * CLOCK_REALTIME): reads a cache miss waited for with the mount lock
      * held -- every other operation waits meanwhile -- or released
      * (docs/DESIGN.md, "Device reads outside the mount lock"), and dirty
-     * blocks the cache wrote home, the lock held, to free a buffer. */
+     * blocks the cache wrote home, the lock held, to free a buffer (the
+     * whole write over a request queue; without one only its submission:
+     * such a victim is not waited for). */
     uint64_t read_wait_locked_ns, read_wait_unlocked_ns;
     uint64_t victim_wait_ns;
     /* read-ahead (policies linux, linux-2013; docs/READAHEAD.md) */

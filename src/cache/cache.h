@@ -146,7 +146,9 @@ struct ubj_cache_stats {
      * (ubj_cache_get, _get_run, _readahead without `outer`) or released
      * (the _unlocking gets and _readahead that did release it),
      * and CLOCK's writes of a dirty victim home before a buffer could be
-     * claimed (the caller's lock held, whichever get it was). */
+     * claimed (the caller's lock held, whichever get it was): the whole
+     * write over a request queue (the miss waits for it), only the
+     * submission otherwise (the victim is not waited for). */
     uint64_t read_wait_locked_ns, read_wait_unlocked_ns;
     uint64_t victim_wait_ns;
     uint64_t io_writes;          /* write requests submitted (each one run
