@@ -10,9 +10,10 @@
  *    freed block or inode is reachable from a removed pointer that is
  *    still on the disk (R2), a rename leaves at least one name (R3); a
  *    split's moved half is reachable (new node, then parent, then old
- *    node); leaked blocks and inodes are possible, and the superblock's
- *    summary counters and the bitmaps are not ordered (FFS: recomputed
- *    after an unclean mount).  File data is not ordered: a block written
+ *    node); leaked blocks and inodes are possible (a bitmap bit on the
+ *    disk is set before any pointer to what it covers, and cleared only
+ *    after the last one is gone); the superblock's summary counters are
+ *    not ordered (FFS: recomputed after an unclean mount).  File data is not ordered: a block written
  *    since the last sync may hold its old contents, zeros, or what the
  *    block held before it was allocated.
  *  - fsync/fdatasync/sync write EVERY dirty buffer home and flush (none's
@@ -29,7 +30,9 @@
  * (tick, reclaim, eviction, commit) needs no ordering.
  *
  *   class    provided by                              needed by
- *   INIT     INODE_INIT, NODE_INIT                    DIRENT_ADD, DIRENT_RENAME, EXT_MAP,
+ *   INIT     INODE_INIT, NODE_INIT, INODE_ALLOC,      DIRENT_ADD, DIRENT_RENAME, EXT_MAP,
+ *            BLOCK_ALLOC (the bitmaps: a pointer
+ *            never reaches the disk before its bit)
  *                                                     EXT_SPLIT, DIR_SPLIT, EXT_ROOT_OUT,
  *                                                     DIR_ROOT, XATTR                (R1)
  *   LINK     LINK_COUNT                               the same, and INODE_INIT
@@ -39,7 +42,8 @@
  *   NULL     DIRENT_REMOVE, DIRENT_RENAME, DIR_MERGE, LINK_COUNT, INODE_CLEAR,
  *            EXT_UNMAP, EXT_ROOT_IN, INODE_CLEAR,     BLOCK_FREE                     (R2)
  *            XATTR
- *   ORPHAN   ORPHAN_UNLINK                            INODE_FREE                     (R2)
+ *   ORPHAN   ORPHAN_UNLINK                            INODE_FREE (and NULL: the      (R2)
+ *                                                     cleared slot before its bit)
  *
  * The file system makes its changes in that order (src/fs/namei.c: a
  * link count is raised before the name it counts is added; dir.c and
@@ -210,9 +214,10 @@ static unsigned sync_needs(const struct ubj_event *ev)
     case UBJ_EV_EXT_SPLIT:
     case UBJ_EV_DIR_SPLIT:
     case UBJ_EV_EXT_ROOT_OUT:
-    case UBJ_EV_DIR_ROOT:
     case UBJ_EV_XATTR:
         return SY_INIT | SY_LINK;
+    case UBJ_EV_DIR_ROOT:   /* and a count drop after the removal */
+        return SY_INIT | SY_LINK | SY_NULL;
     case UBJ_EV_DIRENT_REMOVE:
         return SY_NAME;
     case UBJ_EV_LINK_COUNT:
@@ -220,7 +225,7 @@ static unsigned sync_needs(const struct ubj_event *ev)
     case UBJ_EV_BLOCK_FREE:
         return SY_NULL;
     case UBJ_EV_INODE_FREE:
-        return SY_ORPHAN;
+        return SY_NULL | SY_ORPHAN;   /* the slot cleared, off the list */
     default:
         return 0;
     }
@@ -233,6 +238,7 @@ static unsigned sync_provides(const struct ubj_event *ev)
     case UBJ_EV_INODE_INIT:
     case UBJ_EV_NODE_INIT:
     case UBJ_EV_INODE_ALLOC:
+    case UBJ_EV_BLOCK_ALLOC:
         return SY_INIT;
     case UBJ_EV_LINK_COUNT:
         return SY_LINK;
@@ -291,9 +297,9 @@ static int sync_write_block(struct sync_state *s, uint64_t blkno)
     return rc;
 }
 
-#if UBJ_TEST_HOOKS
-/* sync_write_now -- the broken variant sync-no-split: write the block
- * (changed, not yet marked dirty) now. */
+/* sync_write_now -- write block blkno (changed, perhaps not yet marked
+ * dirty: inside its event) home now and wait; a flush after it on a
+ * volatile cache. */
 static int sync_write_now(struct sync_state *s, uint64_t blkno)
 {
     struct ubj_cache *c = s->t->cache;
@@ -303,16 +309,23 @@ static int sync_write_now(struct sync_state *s, uint64_t blkno)
     ubj_cache_mark_dirty(c, b, UBJ_KIND_META, s->t->txid);
     int rc = ubj_cache_write_home(c, b);
     ubj_cache_put(c, b);
+    s->st.sync_writes++;
+    if (rc == 0 && s->volatile_cache) {
+        s->st.sync_flushes++;
+        s->t->stats.dev_flushes++;
+        rc = ubj_bdev_flush(s->t->dev);
+    }
     return rc;
 }
-#else
-static int sync_write_now(struct sync_state *s, uint64_t blkno)
+
+/* sync_has_other -- a pending provider of `cls` in another block. */
+static bool sync_has_other(const struct sync_h *sh, unsigned cls, uint64_t own)
 {
-    (void)s;
-    (void)blkno;
-    return 0;
+    for (uint32_t i = 0; i < sh->nprov; i++)
+        if ((sh->prov[i].cls & cls) && sh->prov[i].blkno != own)
+            return true;
+    return false;
 }
-#endif
 
 /* sync_flush -- after synchronous writes: a flush where the device's
  * write cache is volatile (completion alone is durable on one without). */
@@ -540,6 +553,12 @@ static int sync_event(struct ubj_handle *h, const struct ubj_event *ev)
     }
     if (rc == 0)
         rc = sync_wait_for(s, sh, need, ev->blkno);
+    /* a directory's counts cover a name before the name can be written:
+     * the name's leaf is not written between its DIRENT_ADD and this
+     * event (dir_account right after the insert), so the inode goes now */
+    if (rc == 0 && ev->type == UBJ_EV_DIR_ROOT && !sync_broken(UBJ_SYNC_BREAK_RENAME) &&
+        sync_has_other(sh, SY_NAME, ev->blkno))
+        rc = sync_write_now(s, ev->blkno);
     unsigned cls = sync_provides(ev);
     if (rc == 0 && cls)
         rc = sync_provide(sh, ev->blkno, cls);

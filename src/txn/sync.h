@@ -22,8 +22,8 @@ struct ubj_txn;
  * in another mode).  Call with the mount lock held. */
 void ubj_sync_stats_get(const struct ubj_txn *t, struct ubj_sync_stats *out);
 
-#if UBJ_TEST_HOOKS
-/* Broken variants (test builds; process-wide, read at every event). */
+/* Broken variants (selectable in test builds only; process-wide, read at
+ * every event). */
 #define UBJ_SYNC_BREAK_INIT    0x1u  /* sync-no-init: a name or pointer may reach
                                         the disk before what it points at (R1) */
 #define UBJ_SYNC_BREAK_NULLIFY 0x2u  /* sync-no-nullify: a link count drop, an
@@ -34,6 +34,7 @@ void ubj_sync_stats_get(const struct ubj_txn *t, struct ubj_sync_stats *out);
 #define UBJ_SYNC_BREAK_SPLIT   0x8u  /* sync-no-split: a split's old node is
                                         written at once, before the parent
                                         points at its moved half */
+#if UBJ_TEST_HOOKS
 /* ubj_sync_test_break -- select the broken variants `bits` (0: none). */
 void ubj_sync_test_break(unsigned bits);
 #endif

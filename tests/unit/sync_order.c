@@ -49,7 +49,7 @@ static bool so_is_leak(const char *line)
 {
     static const char *const leak[] = {
         "is not reachable from the root", "are free but marked in use",
-        "are in use but marked free", "blocks recorded,", "records ",
+        "blocks recorded,", "records ",
         "key outside the node's range", "empty leaf below the root",
         "extent node", /* ": no entries" only, below */
         "but its name is in directory", "is a second name of directory",
