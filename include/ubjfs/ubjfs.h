@@ -775,6 +775,45 @@ int ubj_nvm_overlay_create(struct ubj_bdev *image, const char *region_path,
 int ubj_check(struct ubj_bdev *dev, unsigned flags,
               void (*report)(void *ctx, const char *line), void *ctx);
 
+/*
+ * What ubj_check_ex found.  A *leak* loses only space: a block or inode
+ * marked in use that nothing in use holds, an unreachable inode that
+ * names nothing (and its blocks), a link count above the names, a wrong
+ * superblock free count -- what an integrity-only mode
+ * (UBJ_MODE_META_INTEGRITY, include/ubjfs/mode.h) may leave after a
+ * crash; its report line starts "leak: ".  Everything else is
+ * *corruption* (a name to a free inode, a block in two files, an in-use
+ * block or inode marked free, a link count below the names, a damaged
+ * tree).  A bitmap run is one problem however many bits it has.
+ */
+struct ubj_check_result {
+    unsigned long problems;      /* problems found (lines that are neither
+                                    notes nor repair failures; bitmap runs
+                                    past the reported ones included) */
+    unsigned long leaks;         /* of which leaks */
+    unsigned long corrupt;       /* of which corruption: problems - leaks */
+    unsigned long unfixed;       /* problems left (all of them without
+                                    UBJ_CHECK_REPAIR), repair failures too */
+    unsigned long notes;         /* "note: " lines (not problems) */
+    uint64_t leaked_blocks;      /* blocks the leaks hold: bits set for
+                                    free blocks, blocks of leaked inodes */
+    uint64_t leaked_inodes;      /* inodes the leaks hold: bits set for free
+                                    inodes, unreachable inodes */
+    int fatal;                   /* 1: the check stopped (UBJ_CHECK_OPERROR):
+                                    the counts are of what it saw so far */
+};
+
+/*
+ * ubj_check_ex -- ubj_check, and (res not NULL) the counts of what it
+ * found in *res, so that a caller tells "only leaks" (corrupt == 0,
+ * leaks > 0) from corruption without reading the lines.  The result code
+ * is ubj_check's (UNCORRECTED for leaks left as for corruption: e2fsck's
+ * meaning).  Same errors and thread-safety as ubj_check.
+ */
+int ubj_check_ex(struct ubj_bdev *dev, unsigned flags,
+                 void (*report)(void *ctx, const char *line), void *ctx,
+                 struct ubj_check_result *res);
+
 #ifdef __cplusplus
 }
 #endif
