@@ -138,7 +138,25 @@ struct ubj_config {
      * mount lock held; must not call into the mount. */
     int (*ra_future)(void *ra_future_ctx, ubj_ino_t ino, uint64_t page);
     void *ra_future_ctx;
+    /* An image not unmounted cleanly from a mode that promises metadata
+     * integrity only (UBJ_MODE_META_INTEGRITY, include/ubjfs/mode.h; it may
+     * hold leaked blocks and inodes), at a read-write mount
+     * (src/fs/reclaim.c): UBJ_UNCLEAN_* below. */
+    unsigned unclean;
 };
+/* UBJ_UNCLEAN_DEFAULT (0): reclaim the leaks through fsck's full
+ * reachability pass before going read-write (a check, then, if it found
+ * leaks only, a repair; corruption: the mount comes up read-only with the
+ * reason, as UBJ_MOUNT_SCRUB); statfs is right at once.  Other modes:
+ * nothing (their own recovery). */
+#define UBJ_UNCLEAN_DEFAULT 0u
+/* As DEFAULT, and the same pass after a crash of a mode that keeps nothing
+ * beside the image and promises nothing (none); ignored for modes with a
+ * log or an NVM region. */
+#define UBJ_UNCLEAN_RECLAIM 1u
+/* An integrity-only mode's unclean image: a read-write mount fails with
+ * -EUCLEAN until `fsck -y` (read-only mounts are allowed). */
+#define UBJ_UNCLEAN_REFUSE  2u
 /* (Re)initialise the region (--format-nvm): refused with -EBUSY while it
  * holds committed blocks not yet written home. */
 #define UBJ_NVM_FORMAT 0x1u
@@ -153,11 +171,14 @@ struct ubj_fs;
  * larger than the device: truncated), -EBUSY (`dev` is mounted already:
  * one mount per device object; a second process is kept out by opening
  * the image with UBJ_BDEV_EXCL), -EROFS, -ENOMEM, -EIO.  The message
- * names the problem in one line.
+ * names the problem in one line.  An unclean image of an integrity-only
+ * mode: its leaks reclaimed first, or -EUCLEAN with UBJ_UNCLEAN_REFUSE
+ * (ubj_config.unclean).
  * A structure that is readable but wrong (a block bitmap that marks
  * metadata free or disagrees with the free counts of a cleanly unmounted
  * image, an orphan list that is not what an unmount or crash leaves, a
- * problem -o scrub finds: docs/GUARANTEES.md) does not fail the mount: it
+ * problem -o scrub or the leak reclaim finds: docs/GUARANTEES.md) does
+ * not fail the mount: it
  * returns 0 read-only (writers get -EROFS; ERRORS is recorded in the
  * superblock) with the reason in ubj_errormsg() and ubj_fs_error().
  */

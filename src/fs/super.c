@@ -878,6 +878,10 @@ static int super_mount_fs(struct ubj_fs *fs)
         rc = super_verdict(fs, fs_alloc_scan(fs, clean));
     if (rc == 0)
         rc = super_check_root(fs);
+    if (rc == 0 && fs->reclaim_error && !fs->error) {   /* reclaim.c's finding */
+        fs->error = fs->reclaim_error;
+        rc = super_verdict(fs, fs->reclaim_error);
+    }
     if (rc == 0 && (fs->flags & UBJ_MOUNT_SCRUB) && !fs->error)
         rc = super_verdict(fs, fs_scrub(fs));
     if (rc == 0 && rw)
@@ -910,6 +914,12 @@ int ubj_mount(struct ubj_bdev *dev, const struct ubj_config *cfg,
         goto fail;
     if (fs->sb.feat_ro_compat & ~SUPER_RO_COMPAT_KNOWN)
         fs->flags |= UBJ_MOUNT_RDONLY;
+    bool reread;
+    rc = fs_reclaim(fs, cfg, &reread);   /* an unclean integrity-only image */
+    if (rc == 0 && reread)
+        rc = super_read_raw(dev, &fs->sb);
+    if (rc < 0)
+        goto fail;
     fs->csum_seed = ubj_crc32c(~0u, fs->sb.uuid, 16);
     rc = super_mount_mode(fs, cfg);
     if (rc < 0)
