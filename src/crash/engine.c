@@ -41,6 +41,11 @@
  *      (data exact in ubj/journal/none; ordered: later versions of the
  *      same cell allowed; writeback: data not compared), free counts
  *      included (orphans reclaimed); cx_usable; unmount; ubj_check clean.
+ *      A mode promising metadata integrity only (or cfg->oracle
+ *      CX_ORACLE_INTEGRITY) is checked by the integrity oracle instead:
+ *      fsck of the crash state finds leaks only, mount reclaims them, the
+ *      tree keeps what was made durable and untouched since and a name of
+ *      each begun rename (integrity.c), cx_usable, fsck clean after.
  *      Every dcrash-th state is also crashed during its recovery (the
  *      recovery recorded the same way, cut at its flushes -- write-
  *      through: its cuts -- or fences) and must recover to the same
@@ -99,6 +104,7 @@ struct ex {
     const struct cx_workload *w;
     struct cx_result *res;
     int nvm, log, data;              /* ex_promises */
+    int integrity, fsync_all;        /* ex_promises: the integrity oracle */
     uint8_t *base, *base_region;
     size_t region_size;
     char reg_run[256], reg_crash[256], reg_ref[256], reg_nest[256], reg_nest2[256];
@@ -310,7 +316,11 @@ static void ex_now(void *ctx, struct timespec *ts)
 static struct ubj_config ex_mount_cfg(const struct ex *x, const char *path, unsigned nf)
 {
     struct ubj_config c = { .mode = x->cfg->mode, .cache_blocks = x->cfg->cache,
-                            .flags = UBJ_MOUNT_NO_TIMER, .now = ex_now };
+                            .flags = UBJ_MOUNT_NO_TIMER, .now = ex_now,
+                            /* the integrity oracle: leaks reclaimed at mount,
+                             * also for a mode that does not promise it */
+                            .unclean = x->integrity ? UBJ_UNCLEAN_RECLAIM
+                                                    : UBJ_UNCLEAN_DEFAULT };
     if (x->nvm) {
         c.nvm_path = path;
         c.nvm_flags = nf;
@@ -540,10 +550,12 @@ static int ex_run(struct ex *x, uint64_t arm, int first)
 
 struct ex_fsck {
     char first[200];
+    char corrupt[200];       /* the first line that is no leak */
     int lines;
 };
 
-/* ex_fsck_report -- keep the first problem line (notes are not problems). */
+/* ex_fsck_report -- keep the first problem line (notes are not problems)
+ * and the first corruption line. */
 static void ex_fsck_report(void *ctx, const char *line)
 {
     struct ex_fsck *c = ctx;
@@ -551,12 +563,27 @@ static void ex_fsck_report(void *ctx, const char *line)
         return;
     if (c->lines++ == 0)
         snprintf(c->first, sizeof c->first, "%s", line);
+    if (c->corrupt[0] == '\0' && strncmp(line, "leak: ", 6) != 0)
+        snprintf(c->corrupt, sizeof c->corrupt, "%s", line);
 }
 
-/* ex_fsck -- ubj_check of img (with the region at `region`, if any). */
-static int ex_fsck(struct ex *x, const char *region, char *why, size_t len)
+/* ex_fsck_corrupt -- what the first corruption line of a crash state
+ * breaks of the integrity promise (I2), for the failure message. */
+static const char *ex_fsck_corrupt(const char *line)
 {
-    struct ex_fsck c = { .lines = 0 };
+    return strstr(line, "which is free") ? "a name points to an uninitialised inode"
+         : strstr(line, "used twice") ? "a block belongs to two files"
+         : strstr(line, "in use but marked free") ? "an in-use block or inode is "
+                                                    "marked free"
+         : "corruption";
+}
+
+/* ex_fsck -- ubj_check of img (with the region at `region`, if any);
+ * leaks_ok: leaks are allowed (the integrity oracle on a crash state),
+ * else the image must be clean. */
+static int ex_fsck(struct ex *x, const char *region, int leaks_ok, char *why, size_t len)
+{
+    struct ex_fsck c = { .lines = 0, .corrupt = "" };
     struct ubj_bdev *dev = x->img, *ov = NULL, *nov = NULL;
     int rc = 0;
     if (region != NULL) {
@@ -569,11 +596,19 @@ static int ex_fsck(struct ex *x, const char *region, char *why, size_t len)
         snprintf(why, len, "fsck cannot open the crash state: %s", ubj_errormsg());
         return -1;
     }
-    int r = ubj_check(dev, 0, ex_fsck_report, &c);
+    struct ubj_check_result res;
+    int r = ubj_check_ex(dev, 0, ex_fsck_report, &c, &res);
     ubj_bdev_destroy(nov);
     if (r == UBJ_CHECK_CLEAN && c.lines == 0)
         return 0;
-    snprintf(why, len, "fsck: %d (%d problems; first: %s)", r, c.lines, c.first);
+    if (leaks_ok && r != UBJ_CHECK_OPERROR && res.corrupt == 0)
+        return 0;
+    if (leaks_ok && r != UBJ_CHECK_OPERROR)
+        snprintf(why, len, "integrity: fsck finds more than leaks on the crash state: "
+                 "%s (%lu problems, %lu leaks; first: %s)", ex_fsck_corrupt(c.corrupt),
+                 res.problems, res.leaks, c.corrupt);
+    else
+        snprintf(why, len, "fsck: %d (%d problems; first: %s)", r, c.lines, c.first);
     return -1;
 }
 
@@ -625,6 +660,20 @@ static int ex_match(struct ex *x, const struct cx_tree *got, unsigned lo, unsign
     return -1;
 }
 
+/* ex_integrity -- the integrity oracle's tree rules (integrity.c) for the
+ * recovered tree: 0 and the bounds unchanged in *jmin..*jmax (a crash of
+ * this recovery is held to the same facts), else -1 with why. */
+static int ex_integrity(struct ex *x, const struct cx_tree *got, unsigned lo,
+                        unsigned hi, unsigned *jmin, unsigned *jmax, char *why,
+                        size_t len)
+{
+    const struct cx_integrity q = { .w = x->w, .ref = x->ref, .refrc = x->refrc,
+                                    .lo = lo, .hi = hi, .fsync_all = x->fsync_all };
+    *jmin = lo;
+    *jmax = hi;
+    return cx_integrity_match(&q, got, why, len) ? 0 : -1;
+}
+
 /* ex_recover -- mount img (recovery), match, use, unmount, fsck.  0 and
  * the matching range, or -1 with why. */
 static int ex_recover(struct ex *x, const char *region, unsigned lo, unsigned hi,
@@ -642,7 +691,8 @@ static int ex_recover(struct ex *x, const char *region, unsigned lo, unsigned hi
     if ((rc = cx_tree_take(fs, &t)) < 0) {
         snprintf(why, len, "the recovered tree cannot be read: %d %s", rc, ubj_errormsg());
         bad = 1;
-    } else if (ex_match(x, t, lo, hi, dhi, jmin, jmax, why, len) < 0) {
+    } else if (x->integrity ? ex_integrity(x, t, lo, hi, jmin, jmax, why, len) < 0
+                            : ex_match(x, t, lo, hi, dhi, jmin, jmax, why, len) < 0) {
         bad = 1;
     } else if ((rc = cx_usable(fs)) < 0) {
         snprintf(why, len, "%s", ubj_errormsg());
@@ -654,7 +704,7 @@ static int ex_recover(struct ex *x, const char *region, unsigned lo, unsigned hi
         snprintf(why, len, "unmount after recovery: %d %s", rc, ubj_errormsg());
         bad = 1;
     }
-    if (!bad && ex_fsck(x, NULL, why, len) < 0) {
+    if (!bad && ex_fsck(x, NULL, 0, why, len) < 0) {
         size_t l = strlen(why);
         snprintf(why + l, len - l, " -- after recovery and unmount");
         bad = 1;
@@ -706,7 +756,7 @@ static void ex_check(struct ex *x, const struct ex_state *s)
     if (rc < 0) {
         snprintf(why, sizeof why, "cannot build the crash image: %s", ubj_errormsg());
         ex_fail(x, s, why);
-    } else if (ex_fsck(x, region, why, sizeof why) < 0 ||
+    } else if (ex_fsck(x, region, x->integrity, why, sizeof why) < 0 ||
                ex_recover(x, region, s->lo, s->hi, s->dhi ? s->dhi : s->hi, &jmin, &jmax,
                           why, sizeof why) < 0) {
         ex_fail(x, s, why);
@@ -1387,13 +1437,28 @@ static void ex_cleanup(struct ex *x)
  *   metadata prefix      -> the prefix oracle: a state j in [lo, hi];
  *   metadata none        -> the same oracle: its failures are what the mode
  *                           does not promise (none: crashtest reports them);
- *   metadata integrity-only -> no oracle yet: -ENOTSUP.
+ *   metadata integrity-only -> the integrity oracle (docs/GUARANTEES.md,
+ *                           I1-I6): fsck on the crash state finds leaks
+ *                           only, the mount reclaims them, durable facts
+ *                           and renames (integrity.c), usable, fsck clean
+ *                           after the unmount -- no prefix asked for;
+ *   fsync all / file     -> what an fsync makes durable in that oracle.
+ * cfg->oracle may ask for either oracle on any mode (the integrity one on
+ * none must fail, on ordered must pass: tests/crash/explore.c).
+ * Per mode of this build (the registry):
+ *   none                 prefix oracle, reported as inconsistent;
+ *   ubj, ordered, journal prefix oracle, data exact / ordered / exact;
+ *   writeback            prefix oracle, data not compared;
+ *   an integrity-only mode (sync) the integrity oracle.
  */
 static int ex_promises(struct ex *x, const struct ubj_mode_info *m)
 {
-    if (m->promises.meta == UBJ_MODE_META_INTEGRITY)
-        return ubj_set_error(-ENOTSUP, "crash explorer: mode %s: no oracle for "
-                             "integrity-only metadata", m->name);
+    enum cx_oracle o = x->cfg->oracle;
+    if (o != CX_ORACLE_AUTO && o != CX_ORACLE_PREFIX && o != CX_ORACLE_INTEGRITY)
+        return ubj_set_error(-EINVAL, "crash explorer: unknown oracle %d", (int)o);
+    x->integrity = o == CX_ORACLE_INTEGRITY ||
+                   (o == CX_ORACLE_AUTO && m->promises.meta == UBJ_MODE_META_INTEGRITY);
+    x->fsync_all = m->promises.fsync == UBJ_MODE_FSYNC_ALL;
     x->nvm = m->needs == UBJ_MODE_NEEDS_NVM;
     x->log = m->needs == UBJ_MODE_NEEDS_LOG;
     x->data = m->promises.data == UBJ_MODE_DATA_ORDERED ? CX_DATA_ORDERED
