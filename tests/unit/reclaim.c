@@ -13,6 +13,8 @@
  * fsck checks, in line.
  */
 #include "testutil.h"
+#include <sys/wait.h>
+#include <unistd.h>
 #include "fs/fs.h"
 #include "ubjfs/mode.h"
 
@@ -245,12 +247,59 @@ static void test_integrity_modes(void **state)
                 "forced pass is tested\n");
 }
 
+/* r_tool -- run `$UBJ_TOOL fsck ARGS IMG`; its exit status and last line. */
+static int r_tool(const char *args, const char *img, char *last, size_t len)
+{
+    char cmd[1024], line[512];
+    snprintf(cmd, sizeof cmd, "\"%s\" fsck %s \"%s\" 2>&1", getenv("UBJ_TOOL"), args, img);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    last[0] = '\0';
+    while (fgets(line, sizeof line, p) != NULL)
+        snprintf(last, len, "%s", line);
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* test_fsck_tool -- `ubjfs fsck -n` of an image with leaks only ends with
+ * its own line (exit 4, e2fsck's); -y reclaims them (exit 1), then clean;
+ * with corruption too the last line is e2fsck's. */
+static void test_fsck_tool(void **state)
+{
+    (void)state;
+    if (getenv("UBJ_TOOL") == NULL) {
+        fprintf(stderr, "  UBJ_TOOL unset (run by ctest): the tool is not checked\n");
+        return;
+    }
+    char img[] = "/tmp/ubj-reclaim-XXXXXX", last[512];
+    int fd = mkstemp(img);
+    assert_true(fd >= 0);
+    close(fd);
+    for (int corrupt = 0; corrupt < 2; corrupt++) {
+        struct r_img r = r_crash("none", corrupt);
+        struct ubj_bdev *f;
+        assert_ok(ubj_bdev_file_open(img, UBJ_BDEV_RESIZE, R_BLOCKS * UBJ_BS, &f));
+        assert_ok(timg_copy(r.dev, f));
+        ubj_bdev_destroy(f);
+        ubj_bdev_destroy(r.dev);
+        assert_int_equal(r_tool("-n", img, last, sizeof last), 4);
+        bool leaks = strstr(last, "leaks only, no corruption: 3 leaks (3 blocks, "
+                            "1 inode)") != NULL;
+        if (leaks == (corrupt != 0))
+            fail_msg("corrupt %d: last line %s", corrupt, last);
+        assert_int_equal(r_tool("-y", img, last, sizeof last), 1);
+        assert_int_equal(r_tool("-n", img, last, sizeof last), 0);
+    }
+    unlink(img);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_none_reclaim),
         cmocka_unit_test(test_corrupt_read_only),
         cmocka_unit_test(test_integrity_modes),
+        cmocka_unit_test(test_fsck_tool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
