@@ -19,10 +19,13 @@
  *   - each begun rename of a name of the checkpoint: the inode under the
  *     old name or the new one, never neither.
  * A fact is "touched" -- and not asked for -- when an op begun after it
- * names its path, an ancestor or a descendant of it (rename, rmdir,
- * creates inside a directory change it), or its inode under another name
- * (a hard link), in the state before or after that op.  This is
- * conservative: a touched fact may still hold, an untouched one must.
+ * that changes names names its path, an ancestor or a descendant of it
+ * (rename, rmdir, creates inside a directory change it), or its inode
+ * under another name (a hard link), in the state before or after that
+ * op; an op that changes only contents (write, append, truncate,
+ * fallocate, xattrs) of its path or inode leaves the name asked for (the
+ * same inode, type) but not the contents.  This is conservative: a
+ * touched fact may still hold, an untouched one must.
  */
 #include <stdio.h>
 #include <string.h>
@@ -71,22 +74,55 @@ static uint64_t iq_ino_at(const struct cx_tree *t, const char *path)
     return ino;
 }
 
-/* iq_touched -- whether an op in [k0, k1) but `skip` touches path (or
- * inode ino, if not 0). */
+/* iq_data_op -- an op that changes a file's contents, size or xattrs but
+ * no name. */
+static int iq_data_op(enum cx_opkind k)
+{
+    return k == CX_WRITE || k == CX_APPEND || k == CX_TRUNCATE || k == CX_FALLOCATE ||
+           k == CX_SETXATTR || k == CX_REMOVEXATTR;
+}
+
+/* How much of a fact a later op touched. */
+#define IQ_UNTOUCHED 0
+#define IQ_DATA 1        /* its contents: the name (type, inode) still holds */
+#define IQ_NAME 2        /* its name: nothing is asked */
+
+/* iq_touched -- how much the ops in [k0, k1) but `skip` touch path (or
+ * inode ino, if not 0): a data op its own path or inode IQ_DATA, any
+ * other op a related path or the inode IQ_NAME. */
 static int iq_touched(const struct cx_integrity *q, unsigned k0, unsigned k1,
                       unsigned skip, const char *path, uint64_t ino)
 {
+    int t = IQ_UNTOUCHED;
     for (unsigned k = k0; k < k1; k++) {
         const char *p[2];
         unsigned n = k == skip ? 0 : iq_paths(&q->w->ops[k], p);
+        int data = iq_data_op(q->w->ops[k].kind);
         for (unsigned i = 0; i < n; i++) {
-            if (iq_related(p[i], path))
-                return 1;
-            if (ino != 0 && (iq_ino_at(q->ref[k], p[i]) == ino ||
-                             iq_ino_at(q->ref[k + 1], p[i]) == ino))
-                return 1;
+            int same = ino != 0 && (iq_ino_at(q->ref[k], p[i]) == ino ||
+                                    iq_ino_at(q->ref[k + 1], p[i]) == ino);
+            if (!data && (same || iq_related(p[i], path)))
+                return IQ_NAME;
+            if (data && (same || strcmp(p[i], path) == 0))
+                t = IQ_DATA;
         }
     }
+    return t;
+}
+
+/* iq_name -- path names inode ino of type `type` in got.  1, or 0 (why). */
+static int iq_name(const struct cx_tree *got, const char *path, uint64_t ino,
+                   uint32_t type, char *why, size_t len)
+{
+    long g = cx_tree_lookup(got, path);
+    uint64_t gino = 0;
+    uint32_t gtype = 0;
+    if (g >= 0)
+        cx_tree_entry(got, (size_t)g, &gino, &gtype);
+    if (g >= 0 && gino == ino && gtype == type)
+        return 1;
+    snprintf(why, len, "%s is %s", path, g < 0 ? "missing" : gino != ino ?
+             "another inode" : "of another type");
     return 0;
 }
 
@@ -111,9 +147,11 @@ static int iq_state(const struct cx_integrity *q, unsigned s, const struct cx_tr
     const struct cx_tree *ref = q->ref[s];
     for (size_t i = 0; i < cx_tree_size(ref); i++) {
         uint64_t ino;
-        const char *path = cx_tree_entry(ref, i, &ino, NULL);
-        if (iq_touched(q, s, q->hi, q->hi, path, ino) ||
-            cx_tree_ent_match(got, ref, path, tmp, sizeof tmp))
+        uint32_t type;
+        const char *path = cx_tree_entry(ref, i, &ino, &type);
+        int t = iq_touched(q, s, q->hi, q->hi, path, ino);
+        if (t == IQ_NAME || (t == IQ_DATA && iq_name(got, path, ino, type, tmp, sizeof tmp)) ||
+            (t == IQ_UNTOUCHED && cx_tree_ent_match(got, ref, path, tmp, sizeof tmp)))
             continue;
         snprintf(why, len, "integrity: durable since %s%u and not touched since, "
                  "but %.300s", s ? "op " : "the setup, state ", s, tmp);
@@ -136,8 +174,9 @@ static int iq_fsynced(const struct cx_integrity *q, unsigned i, const struct cx_
     if (e < 0)
         return 1;
     cx_tree_entry(ref, (size_t)e, &ino, &type);
-    if (!iq_touched(q, i + 1, q->hi, q->hi, a, ino) &&
-        !cx_tree_ent_match(got, ref, a, tmp, sizeof tmp)) {
+    int t = iq_touched(q, i + 1, q->hi, q->hi, a, ino);
+    if ((t == IQ_UNTOUCHED && !cx_tree_ent_match(got, ref, a, tmp, sizeof tmp)) ||
+        (t == IQ_DATA && !iq_name(got, a, ino, type, tmp, sizeof tmp))) {
         snprintf(why, len, "integrity: op %u fsync'd %s, untouched since, but %.300s",
                  i + 1, a, tmp);
         return 0;
@@ -145,17 +184,14 @@ static int iq_fsynced(const struct cx_integrity *q, unsigned i, const struct cx_
     size_t la = strlen(a);
     for (size_t k = 0; (type & 0170000) == 0040000 && k < cx_tree_size(ref); k++) {
         uint64_t cino;
-        uint32_t ctype, gtype;
+        uint32_t ctype;
         const char *c = cx_tree_entry(ref, k, &cino, &ctype);
         if (strncmp(c, a, la) != 0 || c[la] != '/' || strchr(c + la + 1, '/') ||
-            iq_touched(q, i + 1, q->hi, q->hi, c, cino))
+            iq_touched(q, i + 1, q->hi, q->hi, c, cino) == IQ_NAME ||
+            iq_name(got, c, cino, ctype, tmp, sizeof tmp))
             continue;
-        long g = cx_tree_lookup(got, c);
-        if (g >= 0 && (cx_tree_entry(got, (size_t)g, NULL, &gtype), gtype == ctype))
-            continue;
-        snprintf(why, len, "integrity: op %u fsync'd directory %s, but its name %s "
-                 "(untouched since) is %s", i + 1, a, c, g < 0 ? "missing" :
-                 "of another type");
+        snprintf(why, len, "integrity: op %u fsync'd directory %s, but its name "
+                 "(untouched since) %.300s", i + 1, a, tmp);
         return 0;
     }
     return 1;
@@ -171,8 +207,8 @@ static int iq_renames(const struct cx_integrity *q, unsigned s, const struct cx_
         if (op->kind != CX_RENAME || q->refrc[j] != 0)
             continue;
         uint64_t ino = iq_ino_at(q->ref[s], op->a);
-        if (ino == 0 || iq_touched(q, s, q->hi, j, op->a, ino) ||
-            iq_touched(q, s, q->hi, j, op->b, 0))
+        if (ino == 0 || iq_touched(q, s, q->hi, j, op->a, ino) == IQ_NAME ||
+            iq_touched(q, s, q->hi, j, op->b, 0) == IQ_NAME)
             continue;
         if (iq_ino_at(got, op->a) == ino || iq_ino_at(got, op->b) == ino)
             continue;

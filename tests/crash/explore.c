@@ -263,7 +263,8 @@ static const char wl_names[] =
     "fsync /e/x\nrename /d/b /e/y\nrmdir /e\nsync\nunlink /l\n";
 
 /* the integrity oracle's tree rules alone: the states before and after a
- * rename pass; losing both names, or a durable name, fails. */
+ * rename pass; losing both names, or a durable name, fails; a begun write
+ * of a durable file still asks for its name. */
 static void test_integrity_rules(void **state)
 {
     (void)state;
@@ -295,6 +296,14 @@ static void test_integrity_rules(void **state)
     assert_int_equal(cx_integrity_match(&q, ref[1], why, sizeof why), 0);
     assert_int_equal(cx_integrity_match(&q, nodir, why, sizeof why), 0);
     assert_non_null(strstr(why, "/d"));
+    struct cx_workload w2;                          /* a write keeps the name */
+    parse("mkdir /d\ncreat /f\nbegin\nwrite /f 0 16\n", &w2);
+    struct cx_tree *ref2[2] = { ref[0], ref[0] };
+    struct cx_integrity q2 = { .w = &w2, .ref = ref2, .refrc = rc, .lo = 0, .hi = 1,
+                               .fsync_all = 1 };
+    assert_int_equal(cx_integrity_match(&q2, ref[0], why, sizeof why), 1);
+    assert_int_equal(cx_integrity_match(&q2, ref[1], why, sizeof why), 0);
+    assert_non_null(strstr(why, "/f is missing"));
     cx_tree_free(ref[0]);
     cx_tree_free(ref[1]);
     cx_tree_free(neither);
