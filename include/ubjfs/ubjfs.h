@@ -799,8 +799,8 @@ int ubj_check(struct ubj_bdev *dev, unsigned flags,
 /*
  * What ubj_check_ex found.  A *leak* loses only space: a block or inode
  * marked in use that nothing in use holds, an unreachable inode that
- * names nothing (and its blocks), a link count above the names, a wrong
- * superblock free count -- what an integrity-only mode
+ * names nothing (and its blocks), a link count above the names, directory
+ * counters at or above what the tree holds, a wrong superblock free count -- what an integrity-only mode
  * (UBJ_MODE_META_INTEGRITY, include/ubjfs/mode.h) may leave after a
  * crash; its report line starts "leak: ".  Everything else is
  * *corruption* (a name to a free inode, a block in two files, an in-use

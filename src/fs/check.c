@@ -35,12 +35,13 @@
  * (ck_leak: its line starts "leak: ", counted apart in struct
  * ubj_check_result): a block or inode marked in use that nothing in use
  * holds (pass 5), an unreachable inode that names nothing, with its
- * blocks (pass 3), a link count above the names (pass 4), a wrong free
- * count (pass 5).  The integrity-only modes (seed 003's conventional
+ * blocks (pass 3), a link count above the names (pass 4), directory
+ * counters at or above what the tree holds (pass 1), a wrong free count
+ * (pass 5).  The integrity-only modes (seed 003's conventional
  * scheme, UBJ_MODE_META_INTEGRITY) may leave leaks after a crash and
  * nothing else; everything else is *corruption*: a name to a free inode,
  * a block claimed twice, an in-use block or inode marked free, a link
- * count below the names, an unreachable directory that still holds
+ * count or a directory counter below what is there, an unreachable directory that still holds
  * names, a damaged tree or checksum.  Both are repaired alike.
  *
  * Repairs (decided while checking, applied after pass 4 so that every

@@ -668,8 +668,9 @@ static void t_free_counts(struct ubj_bdev *dev, int64_t d)
 /* test_leak_classes -- what loses only space is a leak (its own line
  * prefix and count: ubj_check_ex), everything else corruption: a free
  * block or inode marked in use, an unreachable inode, a link count above
- * the names and a wrong free count are leaks; an in-use block marked free,
- * a name to a free inode and a link count below the names are not. */
+ * the names, directory counters above what it holds and a wrong free
+ * count are leaks; an in-use block marked free, a name to a free inode, a
+ * link count or directory counter below are not. */
 static void test_leak_classes(void **state)
 {
     (void)state;
@@ -705,6 +706,14 @@ static void test_leak_classes(void **state)
     ip.nlink = 3;
     t_iput(dev, a, &ip, true);
     t_classes(dev, 1, false, 0, 0);
+    for (int d = 1; d >= -1; d -= 2) {                /* directory counters */
+        dev = t_small();
+        ubj_ino_t d3 = t_ino(dev, "/d3");
+        ip = t_iget(dev, d3);
+        ip.i_data.dir.entries = (uint64_t)((int64_t)ip.i_data.dir.entries + d);
+        t_iput(dev, d3, &ip, true);
+        t_classes(dev, 1, d < 0, 0, 0);               /* above: a leak */
+    }
     dev = t_small();                                  /* a stale free count */
     t_free_counts(dev, -5);
     t_classes(dev, 1, false, 0, 0);
