@@ -289,7 +289,8 @@ int cx_minimize(const struct cx_config *cfg, struct cx_workload *w,
 /* cx_set_break -- select a test-only broken variant by name
  * ("ubj-data-flush", "ubj-commit-persist", "ubj-early-free",
  * "ubj-ckpt-flush", "journal-commit-flush", "journal-ckpt-flush",
- * "none" to clear).  0 or -EINVAL. */
+ * "handle-no-wait", "cache-no-wait", "sync-no-init", "sync-no-nullify",
+ * "sync-no-rename", "sync-no-split", "none" to clear).  0 or -EINVAL. */
 int cx_set_break(const char *name);
 /* cx_break_get -- the name of the selected variant ("none" if none). */
 const char *cx_break_get(void);

@@ -66,6 +66,7 @@
 #include "cache/cache.h"  /* ubj_cache_test_break_nowait */
 #include "crash/crash.h"
 #include "txn/handle.h"   /* ubj_handle_test_break */
+#include "txn/sync.h"     /* ubj_sync_test_break */
 #include "txn/journal.h"
 #include "txn/ubj.h"
 #include "ubjfs/mode.h"
@@ -133,22 +134,29 @@ static enum ubjm_break ex_ubj_break;
 static enum ubj_jbreak ex_j_break;
 static bool ex_h_break;   /* handle-no-wait: the commit barrier does not wait */
 static bool ex_c_break;   /* cache-no-wait: write-back does not wait for its writes */
+static unsigned ex_s_break;   /* sync-*: UBJ_SYNC_BREAK_* (src/txn/sync.h) */
 
+#define EXB_NO UBJM_BREAK_NONE, UBJ_JBREAK_NONE   /* neither ubj nor journal */
 static const struct {
     const char *name;
     enum ubjm_break ub;
     enum ubj_jbreak jb;
     bool hb, cb;
+    unsigned sb;
 } ex_breaks[] = {
-    { "none", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, false, false },
-    { "ubj-data-flush", UBJM_BREAK_DATA_FLUSH, UBJ_JBREAK_NONE, false, false },
-    { "ubj-commit-persist", UBJM_BREAK_COMMIT_PERSIST, UBJ_JBREAK_NONE, false, false },
-    { "ubj-early-free", UBJM_BREAK_EARLY_FREE, UBJ_JBREAK_NONE, false, false },
-    { "ubj-ckpt-flush", UBJM_BREAK_CKPT_FLUSH, UBJ_JBREAK_NONE, false, false },
-    { "journal-commit-flush", UBJM_BREAK_NONE, UBJ_JBREAK_COMMIT_FLUSH, false, false },
-    { "journal-ckpt-flush", UBJM_BREAK_NONE, UBJ_JBREAK_CKPT_FLUSH, false, false },
-    { "handle-no-wait", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, true, false },
-    { "cache-no-wait", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, false, true },
+    { "none", EXB_NO, false, false, 0 },
+    { "ubj-data-flush", UBJM_BREAK_DATA_FLUSH, UBJ_JBREAK_NONE, false, false, 0 },
+    { "ubj-commit-persist", UBJM_BREAK_COMMIT_PERSIST, UBJ_JBREAK_NONE, false, false, 0 },
+    { "ubj-early-free", UBJM_BREAK_EARLY_FREE, UBJ_JBREAK_NONE, false, false, 0 },
+    { "ubj-ckpt-flush", UBJM_BREAK_CKPT_FLUSH, UBJ_JBREAK_NONE, false, false, 0 },
+    { "journal-commit-flush", UBJM_BREAK_NONE, UBJ_JBREAK_COMMIT_FLUSH, false, false, 0 },
+    { "journal-ckpt-flush", UBJM_BREAK_NONE, UBJ_JBREAK_CKPT_FLUSH, false, false, 0 },
+    { "handle-no-wait", EXB_NO, true, false, 0 },
+    { "cache-no-wait", EXB_NO, false, true, 0 },
+    { "sync-no-init", EXB_NO, false, false, UBJ_SYNC_BREAK_INIT },
+    { "sync-no-nullify", EXB_NO, false, false, UBJ_SYNC_BREAK_NULLIFY },
+    { "sync-no-rename", EXB_NO, false, false, UBJ_SYNC_BREAK_RENAME },
+    { "sync-no-split", EXB_NO, false, false, UBJ_SYNC_BREAK_SPLIT },
 };
 
 /* cx_set_break -- select a broken variant for the recorded runs. */
@@ -160,6 +168,7 @@ int cx_set_break(const char *name)
             ex_j_break = ex_breaks[i].jb;
             ex_h_break = ex_breaks[i].hb;
             ex_c_break = ex_breaks[i].cb;
+            ex_s_break = ex_breaks[i].sb;
             return 0;
         }
     return ubj_set_error(-EINVAL, "unknown broken variant '%s' (%s)", name,
@@ -171,15 +180,17 @@ const char *cx_break_get(void)
 {
     for (size_t i = 0; i < sizeof ex_breaks / sizeof ex_breaks[0]; i++)
         if (ex_breaks[i].ub == ex_ubj_break && ex_breaks[i].jb == ex_j_break &&
-            ex_breaks[i].hb == ex_h_break && ex_breaks[i].cb == ex_c_break)
+            ex_breaks[i].hb == ex_h_break && ex_breaks[i].cb == ex_c_break &&
+            ex_breaks[i].sb == ex_s_break)
             return ex_breaks[i].name;
     return "none";
 }
 
 /* cx_break_applies -- whether the selected variant changes what mode
  * `name` does: the ubj-* variants the mode with an NVM region, the
- * journal-* ones the modes with a log, handle-no-wait, cache-no-wait
- * (and none) every mode. */
+ * journal-* ones the modes with a log, the sync-* ones the modes that
+ * promise metadata integrity only, handle-no-wait, cache-no-wait (and
+ * none) every mode. */
 bool cx_break_applies(const char *name)
 {
     const struct ubj_mode_info *m = ubj_mode_lookup(name);
@@ -189,6 +200,8 @@ bool cx_break_applies(const char *name)
         return m->needs == UBJ_MODE_NEEDS_NVM;
     if (ex_j_break != UBJ_JBREAK_NONE)
         return m->needs == UBJ_MODE_NEEDS_LOG;
+    if (ex_s_break != 0)
+        return m->promises.meta == UBJ_MODE_META_INTEGRITY;
     return true;
 }
 
@@ -196,7 +209,8 @@ bool cx_break_applies(const char *name)
 const char *cx_break_names(void)
 {
     return "none ubj-data-flush ubj-commit-persist ubj-early-free ubj-ckpt-flush "
-           "journal-commit-flush journal-ckpt-flush handle-no-wait cache-no-wait";
+           "journal-commit-flush journal-ckpt-flush handle-no-wait cache-no-wait "
+           "sync-no-init sync-no-nullify sync-no-rename sync-no-split";
 }
 
 /* ex_breaking -- switch the selected variant on (1) or everything off (0). */
@@ -206,6 +220,7 @@ static void ex_breaking(int on)
     ubj_journal_test_break(on ? ex_j_break : UBJ_JBREAK_NONE);
     ubj_handle_test_break(on && ex_h_break);
     ubj_cache_test_break_nowait(on && ex_c_break);
+    ubj_sync_test_break(on ? ex_s_break : 0);
 }
 #else   /* a plain build: no broken variant to switch */
 #define ex_breaking(on) ((void)0)

@@ -378,7 +378,8 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
     if (!breaks)
         return tools_usage_err("--break %s changes none of the modes run (--mode): "
                                "the ubj-* variants break mode ubj, journal-* "
-                               "the modes with a log", cx_break_get());
+                               "the modes with a log, sync-* the integrity-only "
+                               "modes", cx_break_get());
 #endif
     o->depth = depth >= 0 ? (unsigned)depth : o->full ? 3 : 2;
     o->pairs = pairs >= 0 ? (uint64_t)pairs : o->full ? 300 : 6;

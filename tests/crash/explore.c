@@ -376,6 +376,19 @@ static void test_broken_journal_commit_flush(void **state)
     expect_caught("journal", "journal-commit-flush", wl_overwrite);
 }
 
+/* mode sync's broken variants (src/txn/sync.h): each breaks one of seed
+ * 003's ordering rules and must be caught by the integrity oracle, under
+ * both persistence models; unbroken, the same workload passes. */
+static void __attribute__((unused)) test_broken_sync(void **state)
+{
+    (void)state;
+    static const char *const b[] = { "sync-no-init", "sync-no-nullify", "sync-no-rename" };
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+        expect_caught("sync", b[i], wl_names);
+        expect_caught_in("sync", b[i], wl_names, CX_PERSIST_THROUGH);
+    }
+}
+
 static void test_broken_journal_ckpt_flush(void **state)
 {
     (void)state;
