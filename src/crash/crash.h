@@ -235,6 +235,10 @@ struct cx_config {
     const char *mode;        /* a mode of the registry (ubjfs/mode.h) */
     enum cx_oracle oracle;   /* CX_ORACLE_AUTO */
     enum cx_persist persist; /* the persistence model (volatile) */
+    int atomic_block;        /* the device writes each 4 KiB block whole
+                                (UBJ_BDEV_ATOMIC_BLOCK): writes are torn only
+                                between blocks, never inside one (0: torn at
+                                512-byte sectors) */
     unsigned k;              /* enumerate every subset up to k writes / lines (4) */
     unsigned samples;        /* random states per point beyond that (6) */
     uint64_t seed;           /* states and tearing (1) */

@@ -853,7 +853,10 @@ static uint32_t ex_sectors(struct ubj_bdev *rec, uint64_t i)
  * all writes but one (lost whole, or torn at random sectors), a
  * multi-block write of which only the first or the last block arrived
  * (the others all did), subsets
- * (every one when c <= k, else samples random).
+ * (every one when c <= k, else samples random).  With cfg->atomic_block
+ * no write is torn inside a block: torn prefixes end at a block boundary
+ * (a one-block write is never torn) and writes are never kept sector by
+ * sector.
  */
 static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
                       const uint64_t *idx, uint64_t c, int all_prefixes, struct ex_vecs *s)
@@ -877,11 +880,15 @@ static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
     unsigned torn = c <= x->cfg->samples ? (unsigned)c : x->cfg->samples;
     for (unsigned t = 0; rc == 0 && t < torn && c > 0; t++) {  /* torn last write */
         uint64_t p = c <= x->cfg->samples ? t : ex_rand(&x->rng) % c;
-        uint32_t ns = ex_sectors(rec, idx ? idx[p] : first + p);
+        uint32_t ns = ex_sectors(rec, idx ? idx[p] : first + p), bs = EX_BS / 512;
+        if (x->cfg->atomic_block && ns <= bs)
+            continue;   /* one block: written whole */
         for (uint64_t i = 0; i < c; i++)
             v[i].keep = i < p ? UBJ_REC_WHOLE : UBJ_REC_DROP;
         v[p].keep = UBJ_REC_PREFIX;
-        v[p].sectors = 1 + (uint32_t)(ex_rand(&x->rng) % (ns - 1));
+        v[p].sectors = x->cfg->atomic_block
+                     ? bs * (1 + (uint32_t)(ex_rand(&x->rng) % (ns / bs - 1)))
+                     : 1 + (uint32_t)(ex_rand(&x->rng) % (ns - 1));
         snprintf(d, sizeof d, "writes 1..%llu, write %llu torn after sector %u of %u",
                  (unsigned long long)p, (unsigned long long)p + 1, v[p].sectors, ns);
         rc = ex_vec_add(s, v, d);
@@ -895,7 +902,8 @@ static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
         v[p].seed = ex_rand(&x->rng);
         snprintf(d, sizeof d, "every write but %llu, whose sectors are kept at random "
                  "(seed %llu)", (unsigned long long)p + 1, (unsigned long long)v[p].seed);
-        rc = ex_vec_add(s, v, d);
+        if (!x->cfg->atomic_block)   /* sectors at random: torn inside blocks */
+            rc = ex_vec_add(s, v, d);
         v[p].seed = 0;
         if (rc == 0) {   /* ... and the same write lost whole (reordered) */
             v[p].keep = UBJ_REC_DROP;
@@ -935,13 +943,15 @@ static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
         for (unsigned r = 0; rc == 0 && c > 0 && r < x->cfg->samples; r++) {
             uint64_t sd = ex_rand(&x->rng);
             for (uint64_t i = 0; i < c; i++) {
-                unsigned pick = (unsigned)(ex_rand(&x->rng) % 3);
+                unsigned pick = (unsigned)(ex_rand(&x->rng) %
+                                           (x->cfg->atomic_block ? 2u : 3u));
                 v[i].keep = pick == 0 ? UBJ_REC_DROP : pick == 1 ? UBJ_REC_WHOLE
                                                                 : UBJ_REC_SECTORS;
                 v[i].seed = pick == 2 ? sd + i : 0;
             }
-            snprintf(d, sizeof d, "random subset (seed %llu) of %llu writes, torn at sectors",
-                     (unsigned long long)sd, (unsigned long long)c);
+            snprintf(d, sizeof d, "random subset (seed %llu) of %llu writes%s",
+                     (unsigned long long)sd, (unsigned long long)c,
+                     x->cfg->atomic_block ? "" : ", torn at sectors");
             rc = ex_vec_add(s, v, d);
         }
     }

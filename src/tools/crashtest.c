@@ -72,6 +72,9 @@ static void ct_usage(void)
            "                   state after a prefix of the ops) or integrity (fsck\n"
            "                   finds only leaks, fsync'd files and names kept, a\n"
            "                   rename keeps a name; no prefix)\n"
+           "  --atomic-block   the device writes each 4 KiB block whole\n"
+           "                   (UBJ_BDEV_ATOMIC_BLOCK): writes torn only between\n"
+           "                   blocks (default: torn at 512-byte sectors)\n"
            "  --stack SPEC     device layers between the file system and the write\n"
            "                   recorder, e.g. queue:clook@hdd:hp_c2249a (a request\n"
            "                   queue over a model on the virtual clock): the states\n"
@@ -128,13 +131,14 @@ static void ct_repro(const struct ct_opts *o, const char *mode, const struct cx_
              "mode %s, seed %llu%s%s\n"
              "crash point: %s\n"
              "failure: %s\n"
-             "replay: ubjfs crashtest --mode %s --seed %llu%s%s%s%s%s --workload THIS_FILE",
+             "replay: ubjfs crashtest --mode %s --seed %llu%s%s%s%s%s%s --workload THIS_FILE",
              w->name, mode, (unsigned long long)c.seed, brk[0] ? ", broken variant" : "",
              brk, mf.point, mf.why, mode, (unsigned long long)c.seed, brk,
              c.persist == CX_PERSIST_THROUGH ? " --persist write-through" : "",
              c.stack != NULL ? " --stack " : "", c.stack != NULL ? c.stack : "",
              c.oracle == CX_ORACLE_INTEGRITY ? " --oracle integrity"
-             : c.oracle == CX_ORACLE_PREFIX ? " --oracle prefix" : "");
+             : c.oracle == CX_ORACLE_PREFIX ? " --oracle prefix" : "",
+             c.atomic_block ? " --atomic-block" : "");
     FILE *fp = fopen(path, "w");
     if (fp == NULL) {
         tools_err("%s: %s", path, strerror(errno));
@@ -295,6 +299,7 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         { "persist", required_argument, NULL, 'p' },
         { "stack", required_argument, NULL, 'X' },
         { "oracle", required_argument, NULL, 'R' },
+        { "atomic-block", no_argument, NULL, 'A' },
         { NULL, 0, NULL, 0 },
     };
     int64_t depth = -1, pairs = -1, triples = -1, dcrash = -1;
@@ -327,6 +332,7 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         case 'f': o->full = 1; break;
         case 'o': o->out = optarg; break;
         case 'X': o->cfg.stack = optarg; break;
+        case 'A': o->cfg.atomic_block = 1; break;
         case 'R':
             if (strcmp(optarg, "auto") == 0)
                 o->cfg.oracle = CX_ORACLE_AUTO;
