@@ -138,7 +138,25 @@ struct ubj_config {
      * mount lock held; must not call into the mount. */
     int (*ra_future)(void *ra_future_ctx, ubj_ino_t ino, uint64_t page);
     void *ra_future_ctx;
+    /* An image not unmounted cleanly from a mode that promises metadata
+     * integrity only (UBJ_MODE_META_INTEGRITY, include/ubjfs/mode.h; it may
+     * hold leaked blocks and inodes), at a read-write mount
+     * (src/fs/reclaim.c): UBJ_UNCLEAN_* below. */
+    unsigned unclean;
 };
+/* UBJ_UNCLEAN_DEFAULT (0): reclaim the leaks through fsck's full
+ * reachability pass before going read-write (a check, then, if it found
+ * leaks only, a repair; corruption: the mount comes up read-only with the
+ * reason, as UBJ_MOUNT_SCRUB); statfs is right at once.  Other modes:
+ * nothing (their own recovery). */
+#define UBJ_UNCLEAN_DEFAULT 0u
+/* As DEFAULT, and the same pass after a crash of a mode that keeps nothing
+ * beside the image and promises nothing (none); ignored for modes with a
+ * log or an NVM region. */
+#define UBJ_UNCLEAN_RECLAIM 1u
+/* An integrity-only mode's unclean image: a read-write mount fails with
+ * -EUCLEAN until `fsck -y` (read-only mounts are allowed). */
+#define UBJ_UNCLEAN_REFUSE  2u
 /* (Re)initialise the region (--format-nvm): refused with -EBUSY while it
  * holds committed blocks not yet written home. */
 #define UBJ_NVM_FORMAT 0x1u
@@ -153,11 +171,14 @@ struct ubj_fs;
  * larger than the device: truncated), -EBUSY (`dev` is mounted already:
  * one mount per device object; a second process is kept out by opening
  * the image with UBJ_BDEV_EXCL), -EROFS, -ENOMEM, -EIO.  The message
- * names the problem in one line.
+ * names the problem in one line.  An unclean image of an integrity-only
+ * mode: its leaks reclaimed first, or -EUCLEAN with UBJ_UNCLEAN_REFUSE
+ * (ubj_config.unclean).
  * A structure that is readable but wrong (a block bitmap that marks
  * metadata free or disagrees with the free counts of a cleanly unmounted
  * image, an orphan list that is not what an unmount or crash leaves, a
- * problem -o scrub finds: docs/GUARANTEES.md) does not fail the mount: it
+ * problem -o scrub or the leak reclaim finds: docs/GUARANTEES.md) does
+ * not fail the mount: it
  * returns 0 read-only (writers get -EROFS; ERRORS is recorded in the
  * superblock) with the reason in ubj_errormsg() and ubj_fs_error().
  */
@@ -774,6 +795,45 @@ int ubj_nvm_overlay_create(struct ubj_bdev *image, const char *region_path,
  */
 int ubj_check(struct ubj_bdev *dev, unsigned flags,
               void (*report)(void *ctx, const char *line), void *ctx);
+
+/*
+ * What ubj_check_ex found.  A *leak* loses only space: a block or inode
+ * marked in use that nothing in use holds, an unreachable inode that
+ * names nothing (and its blocks), a link count above the names, directory
+ * counters at or above what the tree holds, a wrong superblock free count -- what an integrity-only mode
+ * (UBJ_MODE_META_INTEGRITY, include/ubjfs/mode.h) may leave after a
+ * crash; its report line starts "leak: ".  Everything else is
+ * *corruption* (a name to a free inode, a block in two files, an in-use
+ * block or inode marked free, a link count below the names, a damaged
+ * tree).  A bitmap run is one problem however many bits it has.
+ */
+struct ubj_check_result {
+    unsigned long problems;      /* problems found (lines that are neither
+                                    notes nor repair failures; bitmap runs
+                                    past the reported ones included) */
+    unsigned long leaks;         /* of which leaks */
+    unsigned long corrupt;       /* of which corruption: problems - leaks */
+    unsigned long unfixed;       /* problems left (all of them without
+                                    UBJ_CHECK_REPAIR), repair failures too */
+    unsigned long notes;         /* "note: " lines (not problems) */
+    uint64_t leaked_blocks;      /* blocks the leaks hold: bits set for
+                                    free blocks, blocks of leaked inodes */
+    uint64_t leaked_inodes;      /* inodes the leaks hold: bits set for free
+                                    inodes, unreachable inodes */
+    int fatal;                   /* 1: the check stopped (UBJ_CHECK_OPERROR):
+                                    the counts are of what it saw so far */
+};
+
+/*
+ * ubj_check_ex -- ubj_check, and (res not NULL) the counts of what it
+ * found in *res, so that a caller tells "only leaks" (corrupt == 0,
+ * leaks > 0) from corruption without reading the lines.  The result code
+ * is ubj_check's (UNCORRECTED for leaks left as for corruption: e2fsck's
+ * meaning).  Same errors and thread-safety as ubj_check.
+ */
+int ubj_check_ex(struct ubj_bdev *dev, unsigned flags,
+                 void (*report)(void *ctx, const char *line), void *ctx,
+                 struct ubj_check_result *res);
 
 #ifdef __cplusplus
 }

@@ -132,6 +132,53 @@ void cx_tree_free(struct cx_tree *t);
 int cx_tree_match(const struct cx_tree *got, const struct cx_tree *ref, int data,
                   uint32_t hi_ver, int counts, char *why, size_t len);
 
+/* cx_tree_size -- the number of entries (names) of t. */
+size_t cx_tree_size(const struct cx_tree *t);
+/* cx_tree_entry -- entry i's path (valid while t lives), inode and type
+ * (S_IFMT bits; either pointer may be NULL), for i < cx_tree_size(t);
+ * entries are sorted by path. */
+const char *cx_tree_entry(const struct cx_tree *t, size_t i, uint64_t *ino,
+                          uint32_t *type);
+/* cx_tree_lookup -- the index of `path` ("/A/foo") in t, or -1. */
+long cx_tree_lookup(const struct cx_tree *t, const char *path);
+/* cx_tree_ent_match -- does entry `path` of got equal ref's (type, link
+ * count, size, xattrs, symlink target, contents exactly)?  1, else 0 with
+ * the difference (or "missing") in why[len]. */
+int cx_tree_ent_match(const struct cx_tree *got, const struct cx_tree *ref,
+                      const char *path, char *why, size_t len);
+
+/* What a crash state of a mode that promises metadata integrity only is
+ * checked against (integrity.c): the workload, the reference states
+ * after each prefix, the ops' results, and the bounds of the crash
+ * instant: ops [0, lo) acknowledged durable (every one completed before
+ * the last acknowledged fsync/fdatasync/sync ended), ops [lo, hi) begun,
+ * maybe in part, in any combination. */
+struct cx_integrity {
+    const struct cx_workload *w;
+    struct cx_tree *const *ref;       /* ref[j]: the state after op j */
+    const long long *refrc;           /* op i's result in the reference */
+    unsigned lo, hi;
+    int fsync_all;                    /* an fsync/fdatasync makes every earlier
+                                         op durable (UBJ_MODE_FSYNC_ALL); else
+                                         only its file (and, of a directory,
+                                         the names in it) */
+};
+
+/*
+ * cx_integrity_match -- the integrity oracle's tree rules for the
+ * recovered tree `got` (docs/GUARANTEES.md, I3-I4): every fact made
+ * durable and not touched since is there -- the whole state after the
+ * last durable checkpoint (a sync; with fsync_all, lo), each later
+ * fsync'd file's data and name and an fsync'd directory's names -- where
+ * "touched" is an op begun since that names the path, an ancestor or a
+ * descendant of it, or the same inode; and every begun rename of a
+ * durable, otherwise untouched name left the inode under its old or its
+ * new name.  No prefix is asked for.  1 when they hold, else 0 with the
+ * first violation in why[len].
+ */
+int cx_integrity_match(const struct cx_integrity *q, const struct cx_tree *got,
+                       char *why, size_t len);
+
 /* cx_fill -- the pattern written by op `ver` of the workload into file
  * `fileid` at byte `off` (off and len multiples of 16): 16-byte cells
  * naming (file, offset, version), so foreign or stale data is found. */
@@ -175,9 +222,23 @@ enum cx_persist {
                                 (ubj_bdev_record_crash_cut) */
 };
 
+/* Which oracle checks the recovered states (docs/GUARANTEES.md). */
+enum cx_oracle {
+    CX_ORACLE_AUTO = 0,      /* the mode's promise: integrity-only modes the
+                                integrity oracle, every other the prefix one */
+    CX_ORACLE_PREFIX = 1,    /* G1-G8: some state j in [lo, hi] */
+    CX_ORACLE_INTEGRITY = 2, /* I1-I6: fsck finds only leaks, durable facts,
+                                renames keep a name (weaker: no prefix) */
+};
+
 struct cx_config {
     const char *mode;        /* a mode of the registry (ubjfs/mode.h) */
+    enum cx_oracle oracle;   /* CX_ORACLE_AUTO */
     enum cx_persist persist; /* the persistence model (volatile) */
+    int atomic_block;        /* the device writes each 4 KiB block whole
+                                (UBJ_BDEV_ATOMIC_BLOCK): writes are torn only
+                                between blocks, never inside one (0: torn at
+                                512-byte sectors) */
     unsigned k;              /* enumerate every subset up to k writes / lines (4) */
     unsigned samples;        /* random states per point beyond that (6) */
     uint64_t seed;           /* states and tearing (1) */
@@ -232,7 +293,8 @@ int cx_minimize(const struct cx_config *cfg, struct cx_workload *w,
 /* cx_set_break -- select a test-only broken variant by name
  * ("ubj-data-flush", "ubj-commit-persist", "ubj-early-free",
  * "ubj-ckpt-flush", "journal-commit-flush", "journal-ckpt-flush",
- * "none" to clear).  0 or -EINVAL. */
+ * "handle-no-wait", "cache-no-wait", "sync-no-init", "sync-no-nullify",
+ * "sync-no-rename", "sync-no-split", "none" to clear).  0 or -EINVAL. */
 int cx_set_break(const char *name);
 /* cx_break_get -- the name of the selected variant ("none" if none). */
 const char *cx_break_get(void);

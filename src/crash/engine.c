@@ -41,6 +41,11 @@
  *      (data exact in ubj/journal/none; ordered: later versions of the
  *      same cell allowed; writeback: data not compared), free counts
  *      included (orphans reclaimed); cx_usable; unmount; ubj_check clean.
+ *      A mode promising metadata integrity only (or cfg->oracle
+ *      CX_ORACLE_INTEGRITY) is checked by the integrity oracle instead:
+ *      fsck of the crash state finds leaks only, mount reclaims them, the
+ *      tree keeps what was made durable and untouched since and a name of
+ *      each begun rename (integrity.c), cx_usable, fsck clean after.
  *      Every dcrash-th state is also crashed during its recovery (the
  *      recovery recorded the same way, cut at its flushes -- write-
  *      through: its cuts -- or fences) and must recover to the same
@@ -61,6 +66,7 @@
 #include "cache/cache.h"  /* ubj_cache_test_break_nowait */
 #include "crash/crash.h"
 #include "txn/handle.h"   /* ubj_handle_test_break */
+#include "txn/sync.h"     /* ubj_sync_test_break */
 #include "txn/journal.h"
 #include "txn/ubj.h"
 #include "ubjfs/mode.h"
@@ -99,6 +105,7 @@ struct ex {
     const struct cx_workload *w;
     struct cx_result *res;
     int nvm, log, data;              /* ex_promises */
+    int integrity, fsync_all;        /* ex_promises: the integrity oracle */
     uint8_t *base, *base_region;
     size_t region_size;
     char reg_run[256], reg_crash[256], reg_ref[256], reg_nest[256], reg_nest2[256];
@@ -127,22 +134,29 @@ static enum ubjm_break ex_ubj_break;
 static enum ubj_jbreak ex_j_break;
 static bool ex_h_break;   /* handle-no-wait: the commit barrier does not wait */
 static bool ex_c_break;   /* cache-no-wait: write-back does not wait for its writes */
+static unsigned ex_s_break;   /* sync-*: UBJ_SYNC_BREAK_* (src/txn/sync.h) */
 
+#define EXB_NO UBJM_BREAK_NONE, UBJ_JBREAK_NONE   /* neither ubj nor journal */
 static const struct {
     const char *name;
     enum ubjm_break ub;
     enum ubj_jbreak jb;
     bool hb, cb;
+    unsigned sb;
 } ex_breaks[] = {
-    { "none", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, false, false },
-    { "ubj-data-flush", UBJM_BREAK_DATA_FLUSH, UBJ_JBREAK_NONE, false, false },
-    { "ubj-commit-persist", UBJM_BREAK_COMMIT_PERSIST, UBJ_JBREAK_NONE, false, false },
-    { "ubj-early-free", UBJM_BREAK_EARLY_FREE, UBJ_JBREAK_NONE, false, false },
-    { "ubj-ckpt-flush", UBJM_BREAK_CKPT_FLUSH, UBJ_JBREAK_NONE, false, false },
-    { "journal-commit-flush", UBJM_BREAK_NONE, UBJ_JBREAK_COMMIT_FLUSH, false, false },
-    { "journal-ckpt-flush", UBJM_BREAK_NONE, UBJ_JBREAK_CKPT_FLUSH, false, false },
-    { "handle-no-wait", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, true, false },
-    { "cache-no-wait", UBJM_BREAK_NONE, UBJ_JBREAK_NONE, false, true },
+    { "none", EXB_NO, false, false, 0 },
+    { "ubj-data-flush", UBJM_BREAK_DATA_FLUSH, UBJ_JBREAK_NONE, false, false, 0 },
+    { "ubj-commit-persist", UBJM_BREAK_COMMIT_PERSIST, UBJ_JBREAK_NONE, false, false, 0 },
+    { "ubj-early-free", UBJM_BREAK_EARLY_FREE, UBJ_JBREAK_NONE, false, false, 0 },
+    { "ubj-ckpt-flush", UBJM_BREAK_CKPT_FLUSH, UBJ_JBREAK_NONE, false, false, 0 },
+    { "journal-commit-flush", UBJM_BREAK_NONE, UBJ_JBREAK_COMMIT_FLUSH, false, false, 0 },
+    { "journal-ckpt-flush", UBJM_BREAK_NONE, UBJ_JBREAK_CKPT_FLUSH, false, false, 0 },
+    { "handle-no-wait", EXB_NO, true, false, 0 },
+    { "cache-no-wait", EXB_NO, false, true, 0 },
+    { "sync-no-init", EXB_NO, false, false, UBJ_SYNC_BREAK_INIT },
+    { "sync-no-nullify", EXB_NO, false, false, UBJ_SYNC_BREAK_NULLIFY },
+    { "sync-no-rename", EXB_NO, false, false, UBJ_SYNC_BREAK_RENAME },
+    { "sync-no-split", EXB_NO, false, false, UBJ_SYNC_BREAK_SPLIT },
 };
 
 /* cx_set_break -- select a broken variant for the recorded runs. */
@@ -154,6 +168,7 @@ int cx_set_break(const char *name)
             ex_j_break = ex_breaks[i].jb;
             ex_h_break = ex_breaks[i].hb;
             ex_c_break = ex_breaks[i].cb;
+            ex_s_break = ex_breaks[i].sb;
             return 0;
         }
     return ubj_set_error(-EINVAL, "unknown broken variant '%s' (%s)", name,
@@ -165,15 +180,17 @@ const char *cx_break_get(void)
 {
     for (size_t i = 0; i < sizeof ex_breaks / sizeof ex_breaks[0]; i++)
         if (ex_breaks[i].ub == ex_ubj_break && ex_breaks[i].jb == ex_j_break &&
-            ex_breaks[i].hb == ex_h_break && ex_breaks[i].cb == ex_c_break)
+            ex_breaks[i].hb == ex_h_break && ex_breaks[i].cb == ex_c_break &&
+            ex_breaks[i].sb == ex_s_break)
             return ex_breaks[i].name;
     return "none";
 }
 
 /* cx_break_applies -- whether the selected variant changes what mode
  * `name` does: the ubj-* variants the mode with an NVM region, the
- * journal-* ones the modes with a log, handle-no-wait, cache-no-wait
- * (and none) every mode. */
+ * journal-* ones the modes with a log, the sync-* ones the modes that
+ * promise metadata integrity only, handle-no-wait, cache-no-wait (and
+ * none) every mode. */
 bool cx_break_applies(const char *name)
 {
     const struct ubj_mode_info *m = ubj_mode_lookup(name);
@@ -183,6 +200,8 @@ bool cx_break_applies(const char *name)
         return m->needs == UBJ_MODE_NEEDS_NVM;
     if (ex_j_break != UBJ_JBREAK_NONE)
         return m->needs == UBJ_MODE_NEEDS_LOG;
+    if (ex_s_break != 0)
+        return m->promises.meta == UBJ_MODE_META_INTEGRITY;
     return true;
 }
 
@@ -190,7 +209,8 @@ bool cx_break_applies(const char *name)
 const char *cx_break_names(void)
 {
     return "none ubj-data-flush ubj-commit-persist ubj-early-free ubj-ckpt-flush "
-           "journal-commit-flush journal-ckpt-flush handle-no-wait cache-no-wait";
+           "journal-commit-flush journal-ckpt-flush handle-no-wait cache-no-wait "
+           "sync-no-init sync-no-nullify sync-no-rename sync-no-split";
 }
 
 /* ex_breaking -- switch the selected variant on (1) or everything off (0). */
@@ -200,6 +220,7 @@ static void ex_breaking(int on)
     ubj_journal_test_break(on ? ex_j_break : UBJ_JBREAK_NONE);
     ubj_handle_test_break(on && ex_h_break);
     ubj_cache_test_break_nowait(on && ex_c_break);
+    ubj_sync_test_break(on ? ex_s_break : 0);
 }
 #else   /* a plain build: no broken variant to switch */
 #define ex_breaking(on) ((void)0)
@@ -310,7 +331,11 @@ static void ex_now(void *ctx, struct timespec *ts)
 static struct ubj_config ex_mount_cfg(const struct ex *x, const char *path, unsigned nf)
 {
     struct ubj_config c = { .mode = x->cfg->mode, .cache_blocks = x->cfg->cache,
-                            .flags = UBJ_MOUNT_NO_TIMER, .now = ex_now };
+                            .flags = UBJ_MOUNT_NO_TIMER, .now = ex_now,
+                            /* the integrity oracle: leaks reclaimed at mount,
+                             * also for a mode that does not promise it */
+                            .unclean = x->integrity ? UBJ_UNCLEAN_RECLAIM
+                                                    : UBJ_UNCLEAN_DEFAULT };
     if (x->nvm) {
         c.nvm_path = path;
         c.nvm_flags = nf;
@@ -540,10 +565,12 @@ static int ex_run(struct ex *x, uint64_t arm, int first)
 
 struct ex_fsck {
     char first[200];
+    char corrupt[200];       /* the first line that is no leak */
     int lines;
 };
 
-/* ex_fsck_report -- keep the first problem line (notes are not problems). */
+/* ex_fsck_report -- keep the first problem line (notes are not problems)
+ * and the first corruption line. */
 static void ex_fsck_report(void *ctx, const char *line)
 {
     struct ex_fsck *c = ctx;
@@ -551,12 +578,27 @@ static void ex_fsck_report(void *ctx, const char *line)
         return;
     if (c->lines++ == 0)
         snprintf(c->first, sizeof c->first, "%s", line);
+    if (c->corrupt[0] == '\0' && strncmp(line, "leak: ", 6) != 0)
+        snprintf(c->corrupt, sizeof c->corrupt, "%s", line);
 }
 
-/* ex_fsck -- ubj_check of img (with the region at `region`, if any). */
-static int ex_fsck(struct ex *x, const char *region, char *why, size_t len)
+/* ex_fsck_corrupt -- what the first corruption line of a crash state
+ * breaks of the integrity promise (I2), for the failure message. */
+static const char *ex_fsck_corrupt(const char *line)
 {
-    struct ex_fsck c = { .lines = 0 };
+    return strstr(line, "which is free") ? "a name points to an uninitialised inode"
+         : strstr(line, "used twice") ? "a block belongs to two files"
+         : strstr(line, "in use but marked free") ? "an in-use block or inode is "
+                                                    "marked free"
+         : "corruption";
+}
+
+/* ex_fsck -- ubj_check of img (with the region at `region`, if any);
+ * leaks_ok: leaks are allowed (the integrity oracle on a crash state),
+ * else the image must be clean. */
+static int ex_fsck(struct ex *x, const char *region, int leaks_ok, char *why, size_t len)
+{
+    struct ex_fsck c = { .lines = 0, .corrupt = "" };
     struct ubj_bdev *dev = x->img, *ov = NULL, *nov = NULL;
     int rc = 0;
     if (region != NULL) {
@@ -569,11 +611,19 @@ static int ex_fsck(struct ex *x, const char *region, char *why, size_t len)
         snprintf(why, len, "fsck cannot open the crash state: %s", ubj_errormsg());
         return -1;
     }
-    int r = ubj_check(dev, 0, ex_fsck_report, &c);
+    struct ubj_check_result res;
+    int r = ubj_check_ex(dev, 0, ex_fsck_report, &c, &res);
     ubj_bdev_destroy(nov);
     if (r == UBJ_CHECK_CLEAN && c.lines == 0)
         return 0;
-    snprintf(why, len, "fsck: %d (%d problems; first: %s)", r, c.lines, c.first);
+    if (leaks_ok && r != UBJ_CHECK_OPERROR && res.corrupt == 0)
+        return 0;
+    if (leaks_ok && r != UBJ_CHECK_OPERROR)
+        snprintf(why, len, "integrity: fsck finds more than leaks on the crash state: "
+                 "%s (%lu problems, %lu leaks; first: %s)", ex_fsck_corrupt(c.corrupt),
+                 res.problems, res.leaks, c.corrupt);
+    else
+        snprintf(why, len, "fsck: %d (%d problems; first: %s)", r, c.lines, c.first);
     return -1;
 }
 
@@ -625,6 +675,20 @@ static int ex_match(struct ex *x, const struct cx_tree *got, unsigned lo, unsign
     return -1;
 }
 
+/* ex_integrity -- the integrity oracle's tree rules (integrity.c) for the
+ * recovered tree: 0 and the bounds unchanged in *jmin..*jmax (a crash of
+ * this recovery is held to the same facts), else -1 with why. */
+static int ex_integrity(struct ex *x, const struct cx_tree *got, unsigned lo,
+                        unsigned hi, unsigned *jmin, unsigned *jmax, char *why,
+                        size_t len)
+{
+    const struct cx_integrity q = { .w = x->w, .ref = x->ref, .refrc = x->refrc,
+                                    .lo = lo, .hi = hi, .fsync_all = x->fsync_all };
+    *jmin = lo;
+    *jmax = hi;
+    return cx_integrity_match(&q, got, why, len) ? 0 : -1;
+}
+
 /* ex_recover -- mount img (recovery), match, use, unmount, fsck.  0 and
  * the matching range, or -1 with why. */
 static int ex_recover(struct ex *x, const char *region, unsigned lo, unsigned hi,
@@ -642,7 +706,8 @@ static int ex_recover(struct ex *x, const char *region, unsigned lo, unsigned hi
     if ((rc = cx_tree_take(fs, &t)) < 0) {
         snprintf(why, len, "the recovered tree cannot be read: %d %s", rc, ubj_errormsg());
         bad = 1;
-    } else if (ex_match(x, t, lo, hi, dhi, jmin, jmax, why, len) < 0) {
+    } else if (x->integrity ? ex_integrity(x, t, lo, hi, jmin, jmax, why, len) < 0
+                            : ex_match(x, t, lo, hi, dhi, jmin, jmax, why, len) < 0) {
         bad = 1;
     } else if ((rc = cx_usable(fs)) < 0) {
         snprintf(why, len, "%s", ubj_errormsg());
@@ -654,7 +719,7 @@ static int ex_recover(struct ex *x, const char *region, unsigned lo, unsigned hi
         snprintf(why, len, "unmount after recovery: %d %s", rc, ubj_errormsg());
         bad = 1;
     }
-    if (!bad && ex_fsck(x, NULL, why, len) < 0) {
+    if (!bad && ex_fsck(x, NULL, 0, why, len) < 0) {
         size_t l = strlen(why);
         snprintf(why + l, len - l, " -- after recovery and unmount");
         bad = 1;
@@ -706,7 +771,7 @@ static void ex_check(struct ex *x, const struct ex_state *s)
     if (rc < 0) {
         snprintf(why, sizeof why, "cannot build the crash image: %s", ubj_errormsg());
         ex_fail(x, s, why);
-    } else if (ex_fsck(x, region, why, sizeof why) < 0 ||
+    } else if (ex_fsck(x, region, x->integrity, why, sizeof why) < 0 ||
                ex_recover(x, region, s->lo, s->hi, s->dhi ? s->dhi : s->hi, &jmin, &jmax,
                           why, sizeof why) < 0) {
         ex_fail(x, s, why);
@@ -788,7 +853,10 @@ static uint32_t ex_sectors(struct ubj_bdev *rec, uint64_t i)
  * all writes but one (lost whole, or torn at random sectors), a
  * multi-block write of which only the first or the last block arrived
  * (the others all did), subsets
- * (every one when c <= k, else samples random).
+ * (every one when c <= k, else samples random).  With cfg->atomic_block
+ * no write is torn inside a block: torn prefixes end at a block boundary
+ * (a one-block write is never torn) and writes are never kept sector by
+ * sector.
  */
 static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
                       const uint64_t *idx, uint64_t c, int all_prefixes, struct ex_vecs *s)
@@ -812,11 +880,15 @@ static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
     unsigned torn = c <= x->cfg->samples ? (unsigned)c : x->cfg->samples;
     for (unsigned t = 0; rc == 0 && t < torn && c > 0; t++) {  /* torn last write */
         uint64_t p = c <= x->cfg->samples ? t : ex_rand(&x->rng) % c;
-        uint32_t ns = ex_sectors(rec, idx ? idx[p] : first + p);
+        uint32_t ns = ex_sectors(rec, idx ? idx[p] : first + p), bs = EX_BS / 512;
+        if (x->cfg->atomic_block && ns <= bs)
+            continue;   /* one block: written whole */
         for (uint64_t i = 0; i < c; i++)
             v[i].keep = i < p ? UBJ_REC_WHOLE : UBJ_REC_DROP;
         v[p].keep = UBJ_REC_PREFIX;
-        v[p].sectors = 1 + (uint32_t)(ex_rand(&x->rng) % (ns - 1));
+        v[p].sectors = x->cfg->atomic_block
+                     ? bs * (1 + (uint32_t)(ex_rand(&x->rng) % (ns / bs - 1)))
+                     : 1 + (uint32_t)(ex_rand(&x->rng) % (ns - 1));
         snprintf(d, sizeof d, "writes 1..%llu, write %llu torn after sector %u of %u",
                  (unsigned long long)p, (unsigned long long)p + 1, v[p].sectors, ns);
         rc = ex_vec_add(s, v, d);
@@ -830,7 +902,8 @@ static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
         v[p].seed = ex_rand(&x->rng);
         snprintf(d, sizeof d, "every write but %llu, whose sectors are kept at random "
                  "(seed %llu)", (unsigned long long)p + 1, (unsigned long long)v[p].seed);
-        rc = ex_vec_add(s, v, d);
+        if (!x->cfg->atomic_block)   /* sectors at random: torn inside blocks */
+            rc = ex_vec_add(s, v, d);
         v[p].seed = 0;
         if (rc == 0) {   /* ... and the same write lost whole (reordered) */
             v[p].keep = UBJ_REC_DROP;
@@ -870,13 +943,15 @@ static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
         for (unsigned r = 0; rc == 0 && c > 0 && r < x->cfg->samples; r++) {
             uint64_t sd = ex_rand(&x->rng);
             for (uint64_t i = 0; i < c; i++) {
-                unsigned pick = (unsigned)(ex_rand(&x->rng) % 3);
+                unsigned pick = (unsigned)(ex_rand(&x->rng) %
+                                           (x->cfg->atomic_block ? 2u : 3u));
                 v[i].keep = pick == 0 ? UBJ_REC_DROP : pick == 1 ? UBJ_REC_WHOLE
                                                                 : UBJ_REC_SECTORS;
                 v[i].seed = pick == 2 ? sd + i : 0;
             }
-            snprintf(d, sizeof d, "random subset (seed %llu) of %llu writes, torn at sectors",
-                     (unsigned long long)sd, (unsigned long long)c);
+            snprintf(d, sizeof d, "random subset (seed %llu) of %llu writes%s",
+                     (unsigned long long)sd, (unsigned long long)c,
+                     x->cfg->atomic_block ? "" : ", torn at sectors");
             rc = ex_vec_add(s, v, d);
         }
     }
@@ -1387,13 +1462,28 @@ static void ex_cleanup(struct ex *x)
  *   metadata prefix      -> the prefix oracle: a state j in [lo, hi];
  *   metadata none        -> the same oracle: its failures are what the mode
  *                           does not promise (none: crashtest reports them);
- *   metadata integrity-only -> no oracle yet: -ENOTSUP.
+ *   metadata integrity-only -> the integrity oracle (docs/GUARANTEES.md,
+ *                           I1-I6): fsck on the crash state finds leaks
+ *                           only, the mount reclaims them, durable facts
+ *                           and renames (integrity.c), usable, fsck clean
+ *                           after the unmount -- no prefix asked for;
+ *   fsync all / file     -> what an fsync makes durable in that oracle.
+ * cfg->oracle may ask for either oracle on any mode (the integrity one on
+ * none must fail, on ordered must pass: tests/crash/explore.c).
+ * Per mode of this build (the registry):
+ *   none                 prefix oracle, reported as inconsistent;
+ *   ubj, ordered, journal prefix oracle, data exact / ordered / exact;
+ *   writeback            prefix oracle, data not compared;
+ *   an integrity-only mode (sync) the integrity oracle.
  */
 static int ex_promises(struct ex *x, const struct ubj_mode_info *m)
 {
-    if (m->promises.meta == UBJ_MODE_META_INTEGRITY)
-        return ubj_set_error(-ENOTSUP, "crash explorer: mode %s: no oracle for "
-                             "integrity-only metadata", m->name);
+    enum cx_oracle o = x->cfg->oracle;
+    if (o != CX_ORACLE_AUTO && o != CX_ORACLE_PREFIX && o != CX_ORACLE_INTEGRITY)
+        return ubj_set_error(-EINVAL, "crash explorer: unknown oracle %d", (int)o);
+    x->integrity = o == CX_ORACLE_INTEGRITY ||
+                   (o == CX_ORACLE_AUTO && m->promises.meta == UBJ_MODE_META_INTEGRITY);
+    x->fsync_all = m->promises.fsync == UBJ_MODE_FSYNC_ALL;
     x->nvm = m->needs == UBJ_MODE_NEEDS_NVM;
     x->log = m->needs == UBJ_MODE_NEEDS_LOG;
     x->data = m->promises.data == UBJ_MODE_DATA_ORDERED ? CX_DATA_ORDERED

@@ -325,6 +325,59 @@ int cx_tree_match(const struct cx_tree *got, const struct cx_tree *ref, int data
     return 1;
 }
 
+/* ---- single entries (the integrity oracle, integrity.c) --------------------------- */
+
+/* cx_tree_size -- the number of entries of t. */
+size_t cx_tree_size(const struct cx_tree *t)
+{
+    return t->n;
+}
+
+/* cx_tree_entry -- entry i's path, inode and type (i < cx_tree_size). */
+const char *cx_tree_entry(const struct cx_tree *t, size_t i, uint64_t *ino,
+                          uint32_t *type)
+{
+    if (ino != NULL)
+        *ino = t->e[i].ino;
+    if (type != NULL)
+        *type = t->e[i].type;
+    return t->e[i].path;
+}
+
+/* cx_tree_lookup -- the index of `path` in t (sorted by path), or -1. */
+long cx_tree_lookup(const struct cx_tree *t, const char *path)
+{
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(t->e[mid].path, path);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* cx_tree_ent_match -- entry `path` of got against ref's: type, link
+ * count, size, xattrs, target, contents exactly.  1, or 0 with why. */
+int cx_tree_ent_match(const struct cx_tree *got, const struct cx_tree *ref,
+                      const char *path, char *why, size_t len)
+{
+    long r = cx_tree_lookup(ref, path), g = cx_tree_lookup(got, path);
+    if (r < 0) {
+        snprintf(why, len, "%s: not in the reference", path);
+        return 0;
+    }
+    if (g < 0) {
+        snprintf(why, len, "%s is missing", path);
+        return 0;
+    }
+    return tr_ent_match(&got->e[g], &ref->e[r], CX_DATA_EXACT, 0, why, len);
+}
+
 /* ---- usability ------------------------------------------------------------------- */
 
 /* cx_usable -- the file system still works after recovery (mkdir, create,

@@ -31,6 +31,19 @@
  *      maps built from the claims as found; a repair writes the maps as
  *      they are after it (its own changes need no further line).
  *
+ * Leaks and corruption.  A problem that loses only space is a *leak*
+ * (ck_leak: its line starts "leak: ", counted apart in struct
+ * ubj_check_result): a block or inode marked in use that nothing in use
+ * holds (pass 5), an unreachable inode that names nothing, with its
+ * blocks (pass 3), a link count above the names (pass 4), directory
+ * counters at or above what the tree holds (pass 1), a wrong free count
+ * (pass 5).  The integrity-only modes (seed 003's conventional
+ * scheme, UBJ_MODE_META_INTEGRITY) may leave leaks after a crash and
+ * nothing else; everything else is *corruption*: a name to a free inode,
+ * a block claimed twice, an in-use block or inode marked free, a link
+ * count or a directory counter below what is there, an unreachable directory that still holds
+ * names, a damaged tree or checksum.  Both are repaired alike.
+ *
  * Repairs (decided while checking, applied after pass 4 so that every
  * allocation sees the complete map of used blocks):
  *  - an inode block with a bad magic or block number is garbage: its 15
@@ -363,10 +376,35 @@ static void ck_journal(struct ck *ck, struct ubj_bdev **view)
     }
 }
 
+/* ck_result -- the counts of a finished check into *out. */
+static void ck_result(const struct ck *ck, struct ubj_check_result *out)
+{
+    *out = (struct ubj_check_result){
+        .problems = ck->problems,
+        .leaks = ck->leaks,
+        .corrupt = ck->problems - ck->leaks,
+        .unfixed = ck->unfixed,
+        .notes = ck->notes,
+        .leaked_blocks = ck->leaked_blocks,
+        .leaked_inodes = ck->leaked_inodes,
+        .fatal = ck->fatal ? 1 : 0,
+    };
+}
+
 /* ubj_check -- check (and with UBJ_CHECK_REPAIR repair) the image on dev. */
 int ubj_check(struct ubj_bdev *dev, unsigned flags,
               void (*report)(void *ctx, const char *line), void *ctx)
 {
+    return ubj_check_ex(dev, flags, report, ctx, NULL);
+}
+
+/* ubj_check_ex -- ubj_check, and the counts of what it found in *res. */
+int ubj_check_ex(struct ubj_bdev *dev, unsigned flags,
+                 void (*report)(void *ctx, const char *line), void *ctx,
+                 struct ubj_check_result *res)
+{
+    if (res != NULL)
+        *res = (struct ubj_check_result){ .fatal = 1 };
     struct ck *ck = calloc(1, sizeof *ck);
     bool ok = ck != NULL;
     for (unsigned i = 0; ok && i < CK_LEVELS; i++)
@@ -394,6 +432,8 @@ int ubj_check(struct ubj_bdev *dev, unsigned flags,
     struct ubj_bdev *view = NULL;
     ck_journal(ck, &view);
     int rc = ck->fatal ? UBJ_CHECK_OPERROR : ck_run(ck);
+    if (res != NULL)
+        ck_result(ck, res);
     ubj_bdev_destroy(view);
     ck_free(ck);
     return rc;

@@ -1,6 +1,9 @@
 /*
  * check_bitmap.c -- checker pass 5: block and inode bitmaps and the
  * superblock's free counts against the maps built from the claims.
+ * Leaks (ck_leak): bits set for what nothing in use holds, wrong free
+ * counts; the reverse (in use but marked free) and clear bits past the
+ * end are corruption.
  * The passes and repairs as a whole: check.c.
  */
 #include <dirent.h>
@@ -21,6 +24,7 @@ struct ck_runs {
     uint64_t start, end;    /* current run [start, end) */
     int kind;               /* 1: in use but marked free; 0: the reverse */
     bool open;
+    bool inode;             /* the inode bitmap (leaks count inodes) */
     unsigned lines[2];
     uint64_t more[2];
 };
@@ -31,22 +35,32 @@ static void ck_run_flush(struct ck *ck, struct ck_runs *rs)
     if (!rs->open)
         return;
     rs->open = false;
+    /* marked in use, held by nothing: a leak (of blocks or inodes) */
+    bool leak = rs->kind == 0 && rs->start < rs->total;
+    uint64_t n = rs->end - rs->start;
+    uint64_t lb = leak && !rs->inode ? n : 0, li = leak && rs->inode ? n : 0;
     if (rs->lines[rs->kind] >= CK_MAP_LINES) {
         rs->more[rs->kind]++;
         ck->problems++;
         if (!ck->repair)
             ck->unfixed++;
+        if (leak) {
+            ck->leaks++;
+            ck->leaked_blocks += lb;
+            ck->leaked_inodes += li;
+        }
         return;
     }
     rs->lines[rs->kind]++;
     if (rs->start >= rs->total)
         ck_problem(ck, true, "%s bitmap: bits %llu..%llu past the end are clear",
                    rs->what, CK_LL(rs->start), CK_LL(rs->end - 1));
+    else if (leak)
+        ck_leak(ck, lb, li, "%s bitmap: %ss %llu..%llu are free but marked in use",
+                rs->what, rs->what, CK_LL(rs->start), CK_LL(rs->end - 1));
     else
-        ck_problem(ck, true, "%s bitmap: %ss %llu..%llu %s", rs->what, rs->what,
-                   CK_LL(rs->start), CK_LL(rs->end - 1),
-                   rs->kind ? "are in use but marked free"
-                            : "are free but marked in use");
+        ck_problem(ck, true, "%s bitmap: %ss %llu..%llu are in use but marked free",
+                   rs->what, rs->what, CK_LL(rs->start), CK_LL(rs->end - 1));
 }
 
 /* ck_run_add -- bit `bit` differs (kind as in struct ck_runs). */
@@ -83,7 +97,8 @@ static void ck_bitmap(struct ck *ck, const char *what, uint64_t start, uint64_t 
                       uint32_t magic, const uint64_t *found, const uint64_t *after,
                       uint64_t total)
 {
-    struct ck_runs rs = { .what = what, .total = total };
+    struct ck_runs rs = { .what = what, .total = total,
+                          .inode = magic == UBJ_MAGIC_IBITMAP };
     uint8_t *b = ck->tmp;
     for (uint64_t k = 0; k < count && !ck->fatal; k++) {
         uint64_t blk = start + k, base = k * UBJ_BITMAP_BITS;
@@ -187,9 +202,9 @@ void ck_pass5(struct ck *ck)
         return;
     bool counted = (ck->sb.state & UBJ_STATE_CLEAN) != 0;   /* lazily written */
     if (counted && (ck->sb.free_blocks != fb || ck->sb.free_inodes != fi))
-        ck_problem(ck, true, "superblock: free counts %llu blocks, %llu inodes; "
-                   "counted %llu, %llu", CK_LL(ck->sb.free_blocks),
-                   CK_LL(ck->sb.free_inodes), CK_LL(fb), CK_LL(fi));
+        ck_leak(ck, 0, 0, "superblock: free counts %llu blocks, %llu inodes; "
+                "counted %llu, %llu", CK_LL(ck->sb.free_blocks),
+                CK_LL(ck->sb.free_inodes), CK_LL(fb), CK_LL(fi));
     if (ck->sb.free_blocks != ab || ck->sb.free_inodes != ai) {
         ck->sb.free_blocks = ab;
         ck->sb.free_inodes = ai;

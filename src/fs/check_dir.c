@@ -218,15 +218,26 @@ static void ck_dir_counts(struct ck *ck, struct ck_ino *r, const struct ubj_inod
     uint64_t size = (r->flags & CK_NOTREE) ? 0 : r->nodes * UBJ_BS;
     if (r->flags & CK_RDIR)
         return;
-    if (dr->entries != r->entries || dr->nodes != r->nodes ||
-        ip->blocks != r->blocks || ip->size != size) {
-        ck_problem(ck, true, "directory %llu: records %llu names, %llu nodes, %llu "
-                   "blocks, size %llu; found %llu, %llu, %llu, %llu", CK_LL(r->ino),
-                   CK_LL(dr->entries), CK_LL(dr->nodes), CK_LL(ip->blocks),
-                   CK_LL(ip->size), CK_LL(r->entries), CK_LL(r->nodes),
-                   CK_LL(r->blocks), CK_LL(size));
-        r->flags |= CK_XDIRCNT;
-    }
+    if (dr->entries == r->entries && dr->nodes == r->nodes &&
+        ip->blocks == r->blocks && ip->size == size)
+        return;
+    /* every counter at or above what the tree holds: as a link count above
+     * the names, a leak (rmdir refuses an empty directory until fsck); any
+     * below (an rmdir could drop names) is corruption */
+    bool above = dr->entries >= r->entries && dr->nodes >= r->nodes &&
+                 ip->blocks >= r->blocks && ip->size >= size;
+#define CK_DIRCNT_FMT "directory %llu: records %llu names, %llu nodes, %llu " \
+                      "blocks, size %llu; found %llu, %llu, %llu, %llu"
+    if (above)
+        ck_leak(ck, 0, 0, CK_DIRCNT_FMT, CK_LL(r->ino), CK_LL(dr->entries), CK_LL(dr->nodes),
+                CK_LL(ip->blocks), CK_LL(ip->size), CK_LL(r->entries),
+                CK_LL(r->nodes), CK_LL(r->blocks), CK_LL(size));
+    else
+        ck_problem(ck, true, CK_DIRCNT_FMT, CK_LL(r->ino), CK_LL(dr->entries), CK_LL(dr->nodes),
+                   CK_LL(ip->blocks), CK_LL(ip->size), CK_LL(r->entries),
+                   CK_LL(r->nodes), CK_LL(r->blocks), CK_LL(size));
+    r->flags |= CK_XDIRCNT;
+#undef CK_DIRCNT_FMT
 }
 
 /* ck_dir -- a directory: its B+tree of names. */

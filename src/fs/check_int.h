@@ -119,7 +119,9 @@ struct ck {
     uint8_t *tmp;               /* everything else */
     uint64_t cursor;            /* allocation cursor */
     uint64_t orphans;
-    unsigned long problems, unfixed;
+    unsigned long problems, unfixed;    /* problems: leaks included */
+    unsigned long leaks, notes;         /* ck_leak, ck_note lines */
+    uint64_t leaked_blocks, leaked_inodes;
     bool fatal, wrote, dups, sb_dirty;
 };
 
@@ -140,6 +142,8 @@ static inline void ck_bset(uint64_t *m, uint64_t i)
 /* check_util.c */
 void __attribute__((format(printf, 3, 4)))
 ck_problem(struct ck *ck, bool fixable, const char *fmt, ...);
+void __attribute__((format(printf, 4, 5)))
+ck_leak(struct ck *ck, uint64_t blocks, uint64_t inodes, const char *fmt, ...);
 void __attribute__((format(printf, 2, 3)))
 ck_note(struct ck *ck, const char *fmt, ...);
 void __attribute__((format(printf, 2, 3)))

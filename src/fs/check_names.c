@@ -1,7 +1,10 @@
 /*
  * check_names.c -- checker passes 2 to 4: directory entries and
  * reachability from the root, the orphan list and unreachable inodes, link
- * counts.
+ * counts.  Leaks (ck_leak): an unreachable inode that names nothing (with
+ * its blocks), a link count above the names; a name to a free inode, an
+ * unreachable directory still holding names and a link count below the
+ * names are corruption.
  * The passes and repairs as a whole: check.c.
  */
 #include <dirent.h>
@@ -262,6 +265,21 @@ static void ck_orphan_walk(struct ck *ck)
     }
 }
 
+/* ck_unreachable -- report an in-use inode no name reaches: a leak (it
+ * and its blocks) unless it is a directory that still holds names (those
+ * names are lost with it: corruption). */
+static void ck_unreachable(struct ck *ck, const struct ck_ino *r)
+{
+    if (S_ISDIR(r->mode) && r->entries != 0)
+        ck_problem(ck, true, "directory %llu (%u links, %llu names) is not reachable "
+                   "from the root: free it and what only it names (v1 has no "
+                   "lost+found)", CK_LL(r->ino), r->nlink, CK_LL(r->entries));
+    else
+        ck_leak(ck, r->blocks, 1, "inode %llu (%s, %u links, %llu blocks) is not "
+                "reachable from the root: free it (v1 has no lost+found)",
+                CK_LL(r->ino), ck_type_name(r->mode), r->nlink, CK_LL(r->blocks));
+}
+
 /* ck_pass3 -- the orphan list; stray orphan links; unreachable inodes. */
 void ck_pass3(struct ck *ck)
 {
@@ -282,9 +300,7 @@ void ck_pass3(struct ck *ck)
             ck->orphans--;
         }
         if (!(r->flags & (CK_REACHED | CK_ORPHAN))) {
-            ck_problem(ck, true, "inode %llu (%s, %u links) is not reachable from the "
-                       "root: free it (v1 has no lost+found)", CK_LL(r->ino),
-                       ck_type_name(r->mode), r->nlink);
+            ck_unreachable(ck, r);
             r->flags |= CK_DEAD | CK_LATE;
             continue;
         }
@@ -307,7 +323,11 @@ void ck_pass4(struct ck *ck)
             continue;
         uint32_t want = S_ISDIR(r->mode) ? 2 + r->counted : r->counted;
         r->counted = want;
-        if (r->nlink != want) {
+        if (r->nlink > want) {   /* a name went, its count did not: a leak */
+            ck_leak(ck, 0, 0, "inode %llu (%s): link count %u, should be %u",
+                    CK_LL(r->ino), ck_type_name(r->mode), r->nlink, want);
+            r->flags |= CK_XNLINK;
+        } else if (r->nlink < want) {   /* fewer links than names: corruption */
             ck_problem(ck, true, "inode %llu (%s): link count %u, should be %u",
                        CK_LL(r->ino), ck_type_name(r->mode), r->nlink, want);
             r->flags |= CK_XNLINK;

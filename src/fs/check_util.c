@@ -55,11 +55,32 @@ ck_problem(struct ck *ck, bool fixable, const char *fmt, ...)
     va_end(ap);
 }
 
+/* ck_leak -- report a leak: a problem that loses only space (a block or
+ * inode marked in use that nothing reachable holds, a link count above
+ * the names, a stale free count), as seed 003's integrity-only modes may
+ * leave after a crash.  Always fixable; the line starts "leak: ";
+ * `blocks` and `inodes` are what it leaks (for the result's totals). */
+void __attribute__((format(printf, 4, 5)))
+ck_leak(struct ck *ck, uint64_t blocks, uint64_t inodes, const char *fmt, ...)
+{
+    va_list ap;
+    ck->problems++;
+    ck->leaks++;
+    ck->leaked_blocks += blocks;
+    ck->leaked_inodes += inodes;
+    va_start(ap, fmt);
+    ck_vline(ck, "leak: ", ck->repair ? " [fixed]" : "", fmt, ap);
+    va_end(ap);
+    if (!ck->repair)
+        ck->unfixed++;
+}
+
 /* ck_note -- report something worth knowing that is not a problem. */
 void __attribute__((format(printf, 2, 3)))
 ck_note(struct ck *ck, const char *fmt, ...)
 {
     va_list ap;
+    ck->notes++;
     va_start(ap, fmt);
     ck_vline(ck, "note: ", "", fmt, ap);
     va_end(ap);

@@ -142,6 +142,8 @@ struct ubj_fs {
     uint64_t generation;           /* next inode generation */
     int error;                     /* first I/O error (sticky), 0 if none */
     char mount_error[256];         /* why mount came up read-only, or "" */
+    int reclaim_error;             /* fs_reclaim found corruption (-EUCLEAN):
+                                      super_mount_fs makes it the sticky error */
     /* background timer (super.c) */
     pthread_t timer;
     bool timer_running;
@@ -324,6 +326,19 @@ void fs_mode_image(const struct ubj_super *sb, struct ubj_bdev *dev, bool rdonly
  * -EUCLEAN (fs->error set; the message gives fsck's first problem and the
  * count) on any finding, and when the check could not run. */
 int fs_scrub(struct ubj_fs *fs);
+
+/* ---- reclaim.c ---- */
+/* fs_reclaim -- in ubj_mount, before the mode mounts: an unclean image of
+ * an integrity-only mode (ubj_config.unclean) -- leaks reclaimed through
+ * fsck's full reachability pass, or the read-write mount refused.  0
+ * (*reread: the superblock on the device changed), -EUCLEAN (refused, or
+ * the check could not run), -EIO (the repair failed), -EINVAL (unknown
+ * policy).  Corruption found sets fs->reclaim_error and fs->mount_error. */
+int fs_reclaim(struct ubj_fs *fs, const struct ubj_config *cfg, bool *reread);
+#if UBJ_TEST_HOOKS
+/* fs_reclaim_test_break -- test builds: skip the pass (trust the bitmaps). */
+void fs_reclaim_test_break(bool on);
+#endif
 
 /* ---- alloc.c ---- */
 /* allocate up to `want` contiguous blocks, preferably at/after `goal`.

@@ -878,6 +878,10 @@ static int super_mount_fs(struct ubj_fs *fs)
         rc = super_verdict(fs, fs_alloc_scan(fs, clean));
     if (rc == 0)
         rc = super_check_root(fs);
+    if (rc == 0 && fs->reclaim_error && !fs->error) {   /* reclaim.c's finding */
+        fs->error = fs->reclaim_error;
+        rc = super_verdict(fs, fs->reclaim_error);
+    }
     if (rc == 0 && (fs->flags & UBJ_MOUNT_SCRUB) && !fs->error)
         rc = super_verdict(fs, fs_scrub(fs));
     if (rc == 0 && rw)
@@ -910,6 +914,12 @@ int ubj_mount(struct ubj_bdev *dev, const struct ubj_config *cfg,
         goto fail;
     if (fs->sb.feat_ro_compat & ~SUPER_RO_COMPAT_KNOWN)
         fs->flags |= UBJ_MOUNT_RDONLY;
+    bool reread;
+    rc = fs_reclaim(fs, cfg, &reread);   /* an unclean integrity-only image */
+    if (rc == 0 && reread)
+        rc = super_read_raw(dev, &fs->sb);
+    if (rc < 0)
+        goto fail;
     fs->csum_seed = ubj_crc32c(~0u, fs->sb.uuid, 16);
     rc = super_mount_mode(fs, cfg);
     if (rc < 0)
@@ -978,14 +988,24 @@ static int super_close_all(struct ubj_fs *fs)
     return fs_orphan_cleanup(fs);
 }
 
-/* super_mark_clean -- state CLEAN (keeping ERRORS), write time. */
+/* super_mark_clean -- state CLEAN (keeping ERRORS), write time.  A mode
+ * that promises metadata integrity only (no transaction makes the CLEAN
+ * superblock atomic with the rest) first makes everything durable: its
+ * unmount would write the superblock in one batch with the last dirty
+ * blocks, so a crash could leave CLEAN beside a half-written change -- a
+ * leak the next mount would not look for (src/fs/reclaim.c). */
 static int super_mark_clean(struct ubj_fs *fs)
 {
     struct ubj_handle *h;
     struct timespec now;
     if (fs->flags & UBJ_MOUNT_RDONLY)
         return 0;
-    int rc = ubj_txn_start(&fs->txn, SUPER_CREDITS, &h);
+    const struct ubj_mode_entry *e = ubj_registry_by_ops(fs->txn.ops);
+    int rc = 0;
+    if (e != NULL && e->info.promises.meta == UBJ_MODE_META_INTEGRITY)
+        rc = ubj_txn_commit(&fs->txn, UBJ_COMMIT_WAIT);
+    if (rc == 0)
+        rc = ubj_txn_start(&fs->txn, SUPER_CREDITS, &h);
     if (rc < 0)
         return rc;
     fs_now(fs, &now);

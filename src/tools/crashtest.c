@@ -66,6 +66,15 @@ static void ct_usage(void)
            "                   epoch's writes survive in any subset; the default) or\n"
            "                   write-through (durable on completion; the writes in\n"
            "                   flight at the cut survive in any subset)\n"
+           "  --oracle O       what a recovered state must be: auto (the mode's\n"
+           "                   promise: integrity-only modes the integrity oracle,\n"
+           "                   the others the prefix one; the default), prefix (some\n"
+           "                   state after a prefix of the ops) or integrity (fsck\n"
+           "                   finds only leaks, fsync'd files and names kept, a\n"
+           "                   rename keeps a name; no prefix)\n"
+           "  --atomic-block   the device writes each 4 KiB block whole\n"
+           "                   (UBJ_BDEV_ATOMIC_BLOCK): writes torn only between\n"
+           "                   blocks (default: torn at 512-byte sectors)\n"
            "  --stack SPEC     device layers between the file system and the write\n"
            "                   recorder, e.g. queue:clook@hdd:hp_c2249a (a request\n"
            "                   queue over a model on the virtual clock): the states\n"
@@ -122,11 +131,14 @@ static void ct_repro(const struct ct_opts *o, const char *mode, const struct cx_
              "mode %s, seed %llu%s%s\n"
              "crash point: %s\n"
              "failure: %s\n"
-             "replay: ubjfs crashtest --mode %s --seed %llu%s%s%s%s --workload THIS_FILE",
+             "replay: ubjfs crashtest --mode %s --seed %llu%s%s%s%s%s%s --workload THIS_FILE",
              w->name, mode, (unsigned long long)c.seed, brk[0] ? ", broken variant" : "",
              brk, mf.point, mf.why, mode, (unsigned long long)c.seed, brk,
              c.persist == CX_PERSIST_THROUGH ? " --persist write-through" : "",
-             c.stack != NULL ? " --stack " : "", c.stack != NULL ? c.stack : "");
+             c.stack != NULL ? " --stack " : "", c.stack != NULL ? c.stack : "",
+             c.oracle == CX_ORACLE_INTEGRITY ? " --oracle integrity"
+             : c.oracle == CX_ORACLE_PREFIX ? " --oracle prefix" : "",
+             c.atomic_block ? " --atomic-block" : "");
     FILE *fp = fopen(path, "w");
     if (fp == NULL) {
         tools_err("%s: %s", path, strerror(errno));
@@ -286,6 +298,8 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         { "random", required_argument, NULL, 'r' }, { "ops", required_argument, NULL, 'O' },
         { "persist", required_argument, NULL, 'p' },
         { "stack", required_argument, NULL, 'X' },
+        { "oracle", required_argument, NULL, 'R' },
+        { "atomic-block", no_argument, NULL, 'A' },
         { NULL, 0, NULL, 0 },
     };
     int64_t depth = -1, pairs = -1, triples = -1, dcrash = -1;
@@ -318,6 +332,18 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
         case 'f': o->full = 1; break;
         case 'o': o->out = optarg; break;
         case 'X': o->cfg.stack = optarg; break;
+        case 'A': o->cfg.atomic_block = 1; break;
+        case 'R':
+            if (strcmp(optarg, "auto") == 0)
+                o->cfg.oracle = CX_ORACLE_AUTO;
+            else if (strcmp(optarg, "prefix") == 0)
+                o->cfg.oracle = CX_ORACLE_PREFIX;
+            else if (strcmp(optarg, "integrity") == 0)
+                o->cfg.oracle = CX_ORACLE_INTEGRITY;
+            else
+                return tools_usage_err("--oracle: 'auto', 'prefix' or 'integrity', "
+                                       "not '%s'", optarg);
+            break;
         case 'p':
             if (strcmp(optarg, "volatile") == 0)
                 o->cfg.persist = CX_PERSIST_VOLATILE;
@@ -358,7 +384,8 @@ static int ct_parse(int argc, char **argv, struct ct_opts *o)
     if (!breaks)
         return tools_usage_err("--break %s changes none of the modes run (--mode): "
                                "the ubj-* variants break mode ubj, journal-* "
-                               "the modes with a log", cx_break_get());
+                               "the modes with a log, sync-* the integrity-only "
+                               "modes", cx_break_get());
 #endif
     o->depth = depth >= 0 ? (unsigned)depth : o->full ? 3 : 2;
     o->pairs = pairs >= 0 ? (uint64_t)pairs : o->full ? 300 : 6;

@@ -3,6 +3,10 @@
  * ubj_check (src/fs/check.c does the work; this file opens the device,
  * prints each reported line and maps the result to the exit status).
  *
+ * A check that found only leaks (ubj_check_ex: corrupt == 0; docs/TOOLS.md)
+ * ends with the line "IMAGE: leaks only, no corruption: ..." instead of
+ * "errors left uncorrected" (exit status 4 either way, as e2fsck's).
+ *
  * Exit status is e2fsck's: 0 clean, 1 repaired, 4 errors left uncorrected,
  * 8 operational error (cannot open or read the image, not a ubjfs image),
  * 16 usage error.  Without -y the device is opened read-only (-n is the
@@ -51,10 +55,15 @@ static void fsck_usage(void)
            "              although its NVM region is lost (the region's\n"
            "              committed blocks not yet home are given up)\n"
            "      --help  print this help\n\n"
-           "Exit status (as e2fsck): 0 clean, 1 errors repaired, 4 errors left\n"
-           "uncorrected (or, checked without --nvm, a mode-ubj image that crashed:\n"
-           "not known to be clean), 8 operational error (cannot read the image,\n"
-           "not a ubjfs image), 16 usage error.\n", tools_prog);
+           "Leaks (space only: a block or inode marked in use that nothing\n"
+           "reachable holds, a link count above the names, a wrong free count) are\n"
+           "printed as 'leak: ...' lines; a check that found nothing else ends with\n"
+           "'IMAGE: leaks only, no corruption: ...'.\n\n"
+           "Exit status (as e2fsck): 0 clean, 1 errors repaired (leaks included),\n"
+           "4 errors left uncorrected (leaks only too: see the last line; or,\n"
+           "checked without --nvm, a mode-ubj image that crashed: not known to be\n"
+           "clean), 8 operational error (cannot read the image, not a ubjfs\n"
+           "image), 16 usage error.\n", tools_prog);
 }
 
 /* fsck_report -- ubj_check's callback: print one problem line. */
@@ -208,6 +217,16 @@ static const char *fsck_result_text(int r)
     }
 }
 
+/* fsck_leaks_line -- the final line of a check (-n) that found leaks and
+ * no corruption: distinct from "errors left uncorrected", for scripts. */
+static void fsck_leaks_line(const char *image, const struct ubj_check_result *res)
+{
+    printf("%s: leaks only, no corruption: %lu leak%s (%llu block%s, %llu inode%s); "
+           "fsck -y reclaims them\n", image, res->leaks, res->leaks == 1 ? "" : "s",
+           (unsigned long long)res->leaked_blocks, res->leaked_blocks == 1 ? "" : "s",
+           (unsigned long long)res->leaked_inodes, res->leaked_inodes == 1 ? "" : "s");
+}
+
 /* tools_fsck_main -- `ubjfs fsck`. */
 int tools_fsck_main(int argc, char **argv)
 {
@@ -277,7 +296,8 @@ int tools_fsck_main(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     unsigned cflags = (repair ? UBJ_CHECK_REPAIR : 0u) | (discard ? UBJ_CHECK_DISCARD_NVM : 0u);
-    int r = ubj_check(dev, cflags, fsck_report, &ctx);
+    struct ubj_check_result res;
+    int r = ubj_check_ex(dev, cflags, fsck_report, &ctx, &res);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (r != UBJ_CHECK_CLEAN && r != UBJ_CHECK_REPAIRED &&
         r != UBJ_CHECK_UNCORRECTED)
@@ -298,12 +318,14 @@ int tools_fsck_main(int argc, char **argv)
     if (r == UBJ_CHECK_OPERROR)
         fprintf(stderr, "%s: %s: %s\n", tools_prog, image, fsck_result_text(r));
     else if (verbose)
-        printf("%s: %s (%lu problem%s, %lu note%s, %.3f s)\n", image,
-               fsck_result_text(r), ctx.lines - ctx.notes,
-               ctx.lines - ctx.notes == 1 ? "" : "s", ctx.notes,
+        printf("%s: %s (%lu problem%s of which %lu leak%s, %lu note%s, %.3f s)\n",
+               image, fsck_result_text(r), res.problems, res.problems == 1 ? "" : "s",
+               res.leaks, res.leaks == 1 ? "" : "s", ctx.notes,
                ctx.notes == 1 ? "" : "s", secs);
     else if (partial)
         printf("%s: not known to be clean (its NVM region was not checked)\n", image);
+    else if (r == UBJ_CHECK_UNCORRECTED && res.corrupt == 0 && res.leaks > 0)
+        fsck_leaks_line(image, &res);
     else
         printf("%s: %s\n", image, fsck_result_text(r));
     return r;

@@ -75,6 +75,7 @@ struct mount_args {
     uint64_t cache_bytes;                /* 0: the library's default */
     uint32_t commit_ms;                  /* 0: the library's default */
     bool foreground, debug, format_nvm, scrub;
+    unsigned unclean;                    /* -o unclean=: UBJ_UNCLEAN_* */
     bool noatime;                        /* -o noatime: also the daemon's reads */
     struct ubj_fuse_opts fo;
     char *fuse_opts;                     /* -o options left for libfuse */
@@ -163,6 +164,12 @@ static void mount_usage(void)
            "      scrub              run fsck's checks (read-only) before going\n"
            "                         read-write; on a finding the mount stays\n"
            "                         read-only (costs about one fsck -n)\n"
+           "      unclean=P          an image a crash left from a mode that promises\n"
+           "                         metadata integrity only (sync): 'default'\n"
+           "                         reclaims its leaks with fsck's full pass\n"
+           "                         before going read-write; 'refuse' mounts it\n"
+           "                         read-write only after fsck -y; 'reclaim' also\n"
+           "                         does the pass after a crash of mode none\n"
            "      file_handles       OPEN and RELEASE reach the daemon, which keeps\n"
            "                         an open-file object per open (two round trips\n"
            "                         more per open and close)\n"
@@ -243,6 +250,15 @@ static int mount_own_opt(struct mount_args *a, const char *opt)
         a->fo.rdonly = false;
     else if (MOUNT_KEY("scrub") && !v)
         a->scrub = true;
+    else if (MOUNT_KEY("unclean") && v) {
+        const char *p = v + 1;
+        if (strcmp(p, "default") && strcmp(p, "reclaim") && strcmp(p, "refuse"))
+            return tools_usage_err("-o unclean: 'default', 'reclaim' or 'refuse', "
+                                   "not '%s'", p);
+        a->unclean = !strcmp(p, "reclaim") ? UBJ_UNCLEAN_RECLAIM
+                   : !strcmp(p, "refuse") ? UBJ_UNCLEAN_REFUSE : UBJ_UNCLEAN_DEFAULT;
+        return 1;
+    }
     else if ((MOUNT_KEY("noatime") || MOUNT_KEY("atime")) && !v) {
         /* the kernel's mount flag (forwarded to libfuse) and the daemon's
          * own relatime on READ, which the kernel's flag does not reach */
@@ -702,6 +718,7 @@ static int mount_start(struct mount_args *a, struct mount_run *m)
     cfg.flags = (a->fo.rdonly ? UBJ_MOUNT_RDONLY : 0u) |
                 (a->noatime ? UBJ_MOUNT_NOATIME : 0u) |
                 (a->scrub ? UBJ_MOUNT_SCRUB : 0u);
+    cfg.unclean = a->unclean;
     cfg.nvm_path = a->nvm;
     cfg.nvm_flags = a->format_nvm ? UBJ_NVM_FORMAT : 0u;
     cfg.nvm_profile = a->nvm_profile;

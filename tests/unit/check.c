@@ -623,6 +623,114 @@ static void test_unreachable(void **state)
     ubj_bdev_destroy(dev);
 }
 
+/* t_classes -- check dev (no repair): corruption found or not; without it,
+ * the leaks and what they hold as given, every problem line a "leak: "
+ * one; then repaired and clean.  Frees dev. */
+static void t_classes(struct ubj_bdev *dev, unsigned long leaks, bool corrupt,
+                      uint64_t lblocks, uint64_t linodes)
+{
+    struct tlines l;
+    struct ubj_check_result res;
+    memset(&l, 0, sizeof l);
+    assert_int_equal(ubj_check_ex(dev, 0, t_report, &l, &res), UBJ_CHECK_UNCORRECTED);
+    if ((!corrupt && res.leaks != leaks) || (res.corrupt != 0) != corrupt ||
+        res.problems != res.leaks + res.corrupt || res.unfixed != res.problems ||
+        (!corrupt && (res.leaked_blocks != lblocks || res.leaked_inodes != linodes)))
+        fail_msg("leaks %lu (want %lu) corrupt %lu (want %s) blocks %llu inodes %llu "
+                 "(want %llu %llu):\n%s", res.leaks, leaks, res.corrupt,
+                 corrupt ? "> 0" : "0", (unsigned long long)res.leaked_blocks,
+                 (unsigned long long)res.leaked_inodes, (unsigned long long)lblocks,
+                 (unsigned long long)linodes, l.text);
+    int lines = 0;
+    for (const char *p = l.text; *p; p = strchr(p, '\n') + 1)
+        lines += strncmp(p, "leak: ", 6) == 0;
+    if (!corrupt && (unsigned long)lines != leaks)
+        fail_msg("%d 'leak: ' lines for %lu leaks:\n%s", lines, leaks, l.text);
+    assert_int_equal(ubj_check_ex(dev, UBJ_CHECK_REPAIR, t_report, &l, &res),
+                     UBJ_CHECK_REPAIRED);
+    assert_int_equal(res.unfixed, 0);
+    assert_int_equal(ubj_check_ex(dev, 0, t_report, &l, &res), UBJ_CHECK_CLEAN);
+    assert_int_equal(res.problems, 0);
+    ubj_bdev_destroy(dev);
+}
+
+/* t_free_counts -- add d to the superblock's free block count. */
+static void t_free_counts(struct ubj_bdev *dev, int64_t d)
+{
+    uint8_t buf[UBJ_BS];
+    t_rd(dev, 0, buf);
+    struct ubj_super *s = (struct ubj_super *)(void *)buf;
+    s->free_blocks = (uint64_t)((int64_t)s->free_blocks + d);
+    t_reseal(dev, buf, 0);
+    t_wr(dev, 0, buf);
+}
+
+/* test_leak_classes -- what loses only space is a leak (its own line
+ * prefix and count: ubj_check_ex), everything else corruption: a free
+ * block or inode marked in use, an unreachable inode, a link count above
+ * the names, directory counters above what it holds and a wrong free
+ * count are leaks; an in-use block marked free, a name to a free inode, a
+ * link count or directory counter below are not. */
+static void test_leak_classes(void **state)
+{
+    (void)state;
+    struct ubj_bdev *dev = t_small();
+    t_bit(dev, t_sb(dev).bb_start, T_BLOCKS - 3, 1);          /* block leak */
+    t_bit(dev, t_sb(dev).bb_start, T_BLOCKS - 7, 1);
+    t_classes(dev, 2, false, 2, 0);
+    dev = t_small();
+    t_bit(dev, t_sb(dev).ib_start, t_sb(dev).ninodes - 2, 1); /* inode leak */
+    t_classes(dev, 1, false, 0, 1);
+    dev = t_small();                                  /* a leaked inode + blocks */
+    struct ubj_super sb = t_sb(dev);
+    ubj_ino_t lost = sb.ninodes - 1;
+    struct ubj_inode ip = t_iget(dev, t_ino(dev, "/a"));
+    ip.nlink = 1;
+    t_iput(dev, lost, &ip, true);        /* shares /a's block: corruption */
+    t_bit(dev, sb.ib_start, lost, 1);
+    t_classes(dev, 0, true, 0, 0);
+    dev = t_small();
+    sb = t_sb(dev);
+    ip = t_iget(dev, t_ino(dev, "/empty"));
+    t_iput(dev, lost, &ip, true);        /* names nothing, holds nothing */
+    t_bit(dev, sb.ib_start, lost, 1);
+    uint8_t buf[UBJ_BS];
+    t_rd(dev, 0, buf);
+    ((struct ubj_super *)(void *)buf)->free_inodes--;
+    t_reseal(dev, buf, 0);
+    t_wr(dev, 0, buf);
+    t_classes(dev, 1, false, 0, 1);
+    dev = t_small();                                  /* link count above */
+    ubj_ino_t a = t_ino(dev, "/a");
+    ip = t_iget(dev, a);
+    ip.nlink = 3;
+    t_iput(dev, a, &ip, true);
+    t_classes(dev, 1, false, 0, 0);
+    for (int d = 1; d >= -1; d -= 2) {                /* directory counters */
+        dev = t_small();
+        ubj_ino_t d3 = t_ino(dev, "/d3");
+        ip = t_iget(dev, d3);
+        ip.i_data.dir.entries = (uint64_t)((int64_t)ip.i_data.dir.entries + d);
+        t_iput(dev, d3, &ip, true);
+        t_classes(dev, 1, d < 0, 0, 0);               /* above: a leak */
+    }
+    dev = t_small();                                  /* a stale free count */
+    t_free_counts(dev, -5);
+    t_classes(dev, 1, false, 0, 0);
+    dev = t_small();                                  /* link count below */
+    t_dir_insert(dev, t_ino(dev, "/d3"), "b-too", t_ino(dev, "/b"), DT_REG);
+    t_classes(dev, 0, true, 0, 0);
+    dev = t_small();                                  /* a used block marked free */
+    ip = t_iget(dev, t_ino(dev, "/a"));
+    t_bit(dev, t_sb(dev).bb_start, ip.i_data.ext.e[0].pblk, 0);
+    t_classes(dev, 0, true, 0, 0);
+    dev = t_small();                                  /* a name to a free inode */
+    struct ubj_inode zero;
+    memset(&zero, 0, sizeof zero);
+    t_iput(dev, t_ino(dev, "/empty"), &zero, true);
+    t_classes(dev, 0, true, 0, 0);
+}
+
 /* test_orphans -- a crash with an open, unlinked file: notes, not problems;
  * the repair frees it as the next mount would. */
 static void test_orphans(void **state)
@@ -1204,6 +1312,7 @@ int main(void)
         cmocka_unit_test(test_file_extra_name),
         cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_orphans),
+        cmocka_unit_test(test_leak_classes),
         cmocka_unit_test(test_orphan_loop),
         cmocka_unit_test(test_ubj_crashed),
         cmocka_unit_test(test_inode_crc),
