@@ -494,6 +494,22 @@ static void ex_on_capture(void *ctx)
     ex_mark_now(x, x->rec, &x->cap);
 }
 
+/* ex_declare -- the recorder tells the mode what the persistence model
+ * assumes, for a mode that consults the device's guarantees (sync: a
+ * flush after its synchronous writes only on a volatile cache): the
+ * volatile model a volatile write cache, --atomic-block whole blocks.
+ * Only for the integrity-only modes: the others flush regardless, and
+ * their explored states stay as they were. */
+static void ex_declare(struct ex *x, struct ubj_bdev *rec)
+{
+    if (!x->integrity)
+        return;
+    if (x->cfg->persist != CX_PERSIST_THROUGH)
+        rec->guarantees |= UBJ_BDEV_VOLATILE_CACHE;
+    if (x->cfg->atomic_block)
+        rec->guarantees |= UBJ_BDEV_ATOMIC_BLOCK;
+}
+
 /* ex_run -- the recorded run, armed at nvm point `arm` (0: none); the
  * recording stays in x->rec. */
 static int ex_run(struct ex *x, uint64_t arm, int first)
@@ -505,6 +521,8 @@ static int ex_run(struct ex *x, uint64_t arm, int first)
     int rc = ex_ram_from(x, x->base, &ram);
     if (rc == 0 && (rc = ubj_bdev_record_create(ram, &x->rec)) < 0)
         ubj_bdev_destroy(ram);
+    if (rc == 0)
+        ex_declare(x, x->rec);
     if (rc == 0 && x->cfg->stack != NULL &&
         (rc = ubj_bdev_open_spec(x->cfg->stack, x->rec, NULL, &x->top)) < 0) {
         ubj_bdev_destroy(x->rec);
@@ -1342,6 +1360,8 @@ static long long ex_nest_run(struct ex_nest *n, const struct ex_state *s, uint64
             ubj_bdev_destroy(ram);
         else if (rc < 0)
             ubj_bdev_destroy(ram);
+        else
+            ex_declare(x, n->rec);
     }
     if (rc == 0 && s->region)
         rc = ex_file_put(x->reg_nest, s->region, x->region_size);

@@ -119,10 +119,16 @@ static void ck_ext_child(struct ck *ck, struct ck_xw *w, uint64_t blk,
         why = "bad extent header magic";
     if (!why && (h.max != UBJ_EXT_NODE_MAX || h.entries > h.max))
         why = "bad entry count";
-    if (!why && h.entries == 0)
-        why = "no entries";   /* maps nothing (a truncate cut short) */
     if (!why && h.depth != depth)
         why = "wrong depth";
+    if (!why && h.entries == 0) {
+        /* maps nothing: a truncate cut short (mode sync writes the cut
+         * leaf before its parent drops it) -- a leak of the node */
+        ck_leak(ck, 1, 0, "%s %llu: %s %llu: no entries: drop it", ck_ext_tree.owner,
+                CK_LL(w->ino), ck_ext_tree.node, CK_LL(blk));
+        w->bad = true;
+        return;
+    }
     if (why) {
         ck_node_drop(ck, &ck_ext_tree, w->ino, blk, why, &w->bad);
         return;
@@ -167,9 +173,16 @@ static void ck_ext_level(struct ck *ck, struct ck_xw *w, const uint8_t *ents,
 static void ck_ext_root(struct ck *ck, struct ck_xw *w, const struct ubj_inode *ip)
 {
     struct ubj_ext_hdr h = ip->i_data.ext.hdr;
+    if (h.magic == UBJ_EXT_MAGIC && h.max == UBJ_EXT_ROOT_MAX && h.entries == 0 &&
+        h.depth > 0 && h.depth <= CK_EXT_MAX_DEPTH) {
+        /* maps nothing: a truncate to 0 cut before the depth went back */
+        ck_leak(ck, 0, 0, "inode %llu: empty extent tree root at depth %u: make it a "
+                "leaf", CK_LL(w->ino), h.depth);
+        w->bad = true;
+        return;
+    }
     if (h.magic != UBJ_EXT_MAGIC || h.max != UBJ_EXT_ROOT_MAX ||
-        h.entries > UBJ_EXT_ROOT_MAX || h.depth > CK_EXT_MAX_DEPTH ||
-        (h.depth > 0 && h.entries == 0)) {
+        h.entries > UBJ_EXT_ROOT_MAX || h.depth > CK_EXT_MAX_DEPTH) {
         ck_problem(ck, true, "inode %llu: bad extent tree root (magic 0x%x, %u/%u "
                    "entries, depth %u): empty the tree", CK_LL(w->ino), h.magic,
                    h.entries, h.max, h.depth);
@@ -201,9 +214,17 @@ static void ck_blocks_check(struct ck *ck, struct ck_ino *r, const struct ubj_in
 {
     if (ip->blocks == r->blocks || (r->flags & (CK_REXT | CK_RDIR)))
         return;
-    ck_problem(ck, true, "inode %llu (%s): %llu blocks recorded, %llu counted",
-               CK_LL(r->ino), ck_type_name(r->mode), CK_LL(ip->blocks),
-               CK_LL(r->blocks));
+    /* more recorded than the tree holds: the count reached the disk before
+     * the records it counts (mode sync orders counts before pointers):
+     * a leak class, like a link count above the names; fewer: corruption */
+    if (ip->blocks > r->blocks)
+        ck_leak(ck, 0, 0, "inode %llu (%s): %llu blocks recorded, %llu counted",
+                CK_LL(r->ino), ck_type_name(r->mode), CK_LL(ip->blocks),
+                CK_LL(r->blocks));
+    else
+        ck_problem(ck, true, "inode %llu (%s): %llu blocks recorded, %llu counted",
+                   CK_LL(r->ino), ck_type_name(r->mode), CK_LL(ip->blocks),
+                   CK_LL(r->blocks));
     r->flags |= CK_XBLOCKS;
 }
 

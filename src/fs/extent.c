@@ -759,7 +759,9 @@ static uint64_t ext_maps_path(const struct ext_path *p, int l, uint64_t start,
     return 0;
 }
 
-/* ext_trunc_leaf -- free the leaf's blocks at or after lblk. */
+/* ext_trunc_leaf -- free the leaf's blocks at or after lblk: the records
+ * cut first (EXT_UNMAP), the blocks freed after (R2: a mode that orders
+ * writes puts the cut on the disk before the bits are cleared). */
 static int ext_trunc_leaf(struct ubj_fs *fs, struct ubj_handle *h,
                           struct fs_iref *r, struct ext_path *p, int l, uint32_t lblk)
 {
@@ -771,7 +773,10 @@ static int ext_trunc_leaf(struct ubj_fs *fs, struct ubj_handle *h,
         return rc;
     hd = ext_hdr(r, p, l);
     union ext_ent *v = ext_ents(r, p, l);
-    while (hd->entries > 0) {
+    struct { uint64_t start, cnt; } cut[UBJ_EXT_NODE_MAX > UBJ_EXT_ROOT_MAX ?
+                                        UBJ_EXT_NODE_MAX : UBJ_EXT_ROOT_MAX];
+    unsigned ncut = 0;
+    while (hd->entries > 0 && ncut < sizeof cut / sizeof cut[0]) {
         struct ubj_extent *e = &v[hd->entries - 1].e;
         if (ext_end(e) <= lblk)
             break;
@@ -783,9 +788,8 @@ static int ext_trunc_leaf(struct ubj_fs *fs, struct ubj_handle *h,
                              "extent maps a block of its own tree");
             break;
         }
-        rc = fs_bfree(fs, h, start, cnt);
-        if (rc < 0)
-            break;
+        cut[ncut].start = start;
+        cut[ncut++].cnt = cnt;
         ext_sub_blocks(r, cnt);
         if (from == e->lblk)
             hd->entries--;
@@ -793,6 +797,10 @@ static int ext_trunc_leaf(struct ubj_fs *fs, struct ubj_handle *h,
             e->len -= (uint32_t)cnt;
     }
     int rc2 = ext_dirty(fs, h, r, p, l, UBJ_EV_EXT_UNMAP);
+    /* a failed free leaks the rest (fsck reclaims), never a pointer to a
+     * free block */
+    for (unsigned i = 0; i < ncut && rc == 0 && rc2 == 0; i++)
+        rc = fs_bfree(fs, h, cut[i].start, cut[i].cnt);
     return rc < 0 ? rc : rc2;
 }
 
@@ -808,6 +816,8 @@ static int ext_trunc_node(struct ubj_fs *fs, struct ubj_handle *h,
         return ext_corrupt(fs, r->ino, p->lv[l].blk, "tree too deep");
     int rc = 0;
     bool writable = false;
+    uint64_t gone[UBJ_EXT_NODE_MAX > UBJ_EXT_ROOT_MAX ? UBJ_EXT_NODE_MAX : UBJ_EXT_ROOT_MAX];
+    unsigned ngone = 0;
     while (ext_hdr(r, p, l)->entries > 0) {
         unsigned n = ext_hdr(r, p, l)->entries;
         p->lv[l].idx = (int)n - 1;
@@ -826,9 +836,7 @@ static int ext_trunc_node(struct ubj_fs *fs, struct ubj_handle *h,
                 break;
             writable = true;
             ext_hdr(r, p, l)->entries--;
-            rc = fs_bfree(fs, h, child, 1);
-            if (rc < 0)
-                break;
+            gone[ngone++] = child;   /* freed once the index is cut (R2) */
             ext_sub_blocks(r, 1);
         }
         if (key < lblk || !empty)
@@ -840,6 +848,8 @@ static int ext_trunc_node(struct ubj_fs *fs, struct ubj_handle *h,
         if (rc == 0)
             rc = rc2;
     }
+    for (unsigned i = 0; i < ngone && rc == 0; i++)
+        rc = fs_bfree(fs, h, gone[i], 1);
     return rc;
 }
 

@@ -30,11 +30,14 @@
  * (tick, reclaim, eviction, commit) needs no ordering.
  *
  *   class    provided by                              needed by
- *   INIT     INODE_INIT, NODE_INIT, INODE_ALLOC,      DIRENT_ADD, DIRENT_RENAME, EXT_MAP,
- *            BLOCK_ALLOC (the bitmaps: a pointer
- *            never reaches the disk before its bit)
+ *   INIT     INODE_INIT, NODE_INIT                    DIRENT_ADD, DIRENT_RENAME, EXT_MAP,
  *                                                     EXT_SPLIT, DIR_SPLIT, EXT_ROOT_OUT,
  *                                                     DIR_ROOT, XATTR                (R1)
+ *   ALLOC    INODE_ALLOC, BLOCK_ALLOC (bitmaps:       the same, and INODE_INIT (an
+ *            a bit on the disk before what it         initialised inode is never
+ *            covers is used or pointed at)            marked free)
+ *   (ORPHAN_LINK needs NULL and LINK: the list names an inode only once
+ *   its last name and its link count are gone on the disk)
  *   LINK     LINK_COUNT                               the same, and INODE_INIT
  *                                                     (a link count covers a name or a
  *                                                     ".." before it is written: R1/R3)
@@ -42,7 +45,8 @@
  *   NULL     DIRENT_REMOVE, DIRENT_RENAME, DIR_MERGE, LINK_COUNT, INODE_CLEAR,
  *            EXT_UNMAP, EXT_ROOT_IN, INODE_CLEAR,     BLOCK_FREE                     (R2)
  *            XATTR
- *   ORPHAN   ORPHAN_UNLINK                            INODE_FREE (and NULL: the      (R2)
+ *   ORPHAN   ORPHAN_UNLINK                            INODE_CLEAR, INODE_FREE (R2;
+ *                                                     INODE_FREE needs NULL too: the
  *                                                     cleared slot before its bit)
  *
  * The file system makes its changes in that order (src/fs/namei.c: a
@@ -96,7 +100,7 @@
 int ubj_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 enum { SY_INIT = 0x1u, SY_LINK = 0x2u, SY_NAME = 0x4u, SY_NULL = 0x8u,
-       SY_ORPHAN = 0x10u };
+       SY_ORPHAN = 0x10u, SY_ALLOC = 0x20u };
 
 /* A growable list of block numbers. */
 struct sync_vec {
@@ -206,8 +210,12 @@ static struct sync_h *sync_h_of(struct ubj_handle *h)
 static unsigned sync_needs(const struct ubj_event *ev)
 {
     switch (ev->type) {
-    case UBJ_EV_INODE_INIT:
-        return SY_LINK;
+    case UBJ_EV_INODE_INIT:   /* its bitmap bit first: an initialised
+                                 inode is never marked free on the disk */
+        return SY_ALLOC | SY_LINK;
+    case UBJ_EV_ORPHAN_LINK:  /* the list names only an inode whose last
+                                 name and link count are gone */
+        return SY_NULL | SY_LINK;
     case UBJ_EV_DIRENT_ADD:
     case UBJ_EV_DIRENT_RENAME:
     case UBJ_EV_EXT_MAP:
@@ -215,13 +223,14 @@ static unsigned sync_needs(const struct ubj_event *ev)
     case UBJ_EV_DIR_SPLIT:
     case UBJ_EV_EXT_ROOT_OUT:
     case UBJ_EV_XATTR:
-        return SY_INIT | SY_LINK;
+        return SY_INIT | SY_ALLOC | SY_LINK;
     case UBJ_EV_DIR_ROOT:   /* and a count drop after the removal */
-        return SY_INIT | SY_LINK | SY_NULL;
+        return SY_INIT | SY_ALLOC | SY_LINK | SY_NULL;
     case UBJ_EV_DIRENT_REMOVE:
         return SY_NAME;
+    case UBJ_EV_INODE_CLEAR:   /* and off the orphan list first */
+        return SY_NULL | SY_ORPHAN;
     case UBJ_EV_LINK_COUNT:
-    case UBJ_EV_INODE_CLEAR:
     case UBJ_EV_BLOCK_FREE:
         return SY_NULL;
     case UBJ_EV_INODE_FREE:
@@ -237,9 +246,10 @@ static unsigned sync_provides(const struct ubj_event *ev)
     switch (ev->type) {
     case UBJ_EV_INODE_INIT:
     case UBJ_EV_NODE_INIT:
+        return SY_INIT;
     case UBJ_EV_INODE_ALLOC:
     case UBJ_EV_BLOCK_ALLOC:
-        return SY_INIT;
+        return SY_ALLOC;
     case UBJ_EV_LINK_COUNT:
         return SY_LINK;
     case UBJ_EV_DIRENT_ADD:
@@ -265,7 +275,7 @@ static unsigned sync_broken_classes(void)
 {
     unsigned skip = 0;
     if (sync_broken(UBJ_SYNC_BREAK_INIT))
-        skip |= SY_INIT | SY_LINK;
+        skip |= SY_INIT | SY_LINK | SY_ALLOC;
     if (sync_broken(UBJ_SYNC_BREAK_NULLIFY))
         skip |= SY_NULL | SY_ORPHAN;
     if (sync_broken(UBJ_SYNC_BREAK_RENAME))
@@ -289,7 +299,11 @@ static int sync_write_block(struct sync_state *s, uint64_t blkno)
         return 0;
     struct ubj_buf_view v = ubj_cache_peek(c, b);
     int rc = 0;
-    if (v.state == UBJ_BUF_DIRTY) {
+    if (v.state == UBJ_BUF_DIRTY || v.state == UBJ_BUF_CLEAN) {
+        /* CLEAN: changed inside this handle before its ubj_txn_dirty (a
+         * truncate dirties the inode last), or written since -- again */
+        if (v.state == UBJ_BUF_CLEAN)
+            ubj_cache_mark_dirty(c, b, UBJ_KIND_META, s->t->txid);   /* sealed */
         rc = ubj_cache_write_home(c, b);
         s->st.sync_writes++;
     }
@@ -636,8 +650,27 @@ static int sync_dirty(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind
     return ubj_mode_none.dirty(h, b, kind);
 }
 
+/* sync_forget -- a block freed within h: nothing of it is written for
+ * the handle any more (its records go), then none's forget. */
 static int sync_forget(struct ubj_handle *h, uint64_t blkno)
 {
+    struct sync_h *sh = sync_h_of(h);
+    if (sh != NULL) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < sh->nprov; i++)
+            if (sh->prov[i].blkno != blkno)
+                sh->prov[k++] = sh->prov[i];
+        sh->nprov = k;
+        vec_del(&sh->touched, blkno);
+        vec_del(&sh->fresh, blkno);
+        if (vec_has(&sh->defer, blkno)) {
+            struct sync_state *s = sync_of(h->t);
+            vec_del(&sh->defer, blkno);
+            pthread_mutex_lock(&s->lock);
+            vec_del(&s->dset, blkno);
+            pthread_mutex_unlock(&s->lock);
+        }
+    }
     return ubj_mode_none.forget(h, blkno);
 }
 

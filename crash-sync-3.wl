@@ -1,0 +1,14 @@
+# ubjfs crashtest reproducer (minimized from g12)
+# mode sync, seed 1, broken variant --break sync-no-rename
+# crash point: flush epoch 4 of 6 (writes 6..7): every write but 1
+# failure: integrity: fsck finds more than leaks on the crash state: corruption (1 problems, 0 leaks; first: directory 1: records 3 names, 1 nodes, 1 blocks, size 4096; found 4, 1, 1, 4096)
+# replay: ubjfs crashtest --mode sync --seed 1 --break sync-no-rename --atomic-block --workload THIS_FILE
+mkdir /A
+mkdir /B
+creat /foo
+write /foo 0 8192
+creat /A/foo
+write /A/foo 0 4096
+setxattr /A/foo user.x 32
+begin
+mkdir /C
