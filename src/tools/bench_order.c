@@ -14,7 +14,8 @@
  * clock (deterministic: users serialised, docs/HARNESS.md says what that
  * hides); then one configuration -- ganger, 4 users, every mode -- on the
  * REAL clock, where the users' transactions overlap (smaller by default,
- * since its time is real time).  Sizes: or_size() (--full: larger).
+ * since its time is real time), after its twin on the virtual clock (the
+ * same sizes: the difference is the overlap).  Sizes: or_size() (--full: larger).
  *
  * Per cell: task elapsed time (bh_result.user_ns: per user and the mean;
  * per phase), the harness's elapsed time (with the final sync), the
@@ -248,7 +249,7 @@ static int or_run(const struct or_args *a, struct or_cell *c)
 /* or_cells -- the grid's cells (without figures) into *out, *n of them. */
 static int or_cells(const struct or_args *a, struct or_cell **out, size_t *n)
 {
-    size_t total = (size_t)a->nwl * a->nusers * a->nmode + (a->no_real ? 0 : a->nmode);
+    size_t total = (size_t)a->nwl * a->nusers * a->nmode + (a->no_real ? 0 : 2 * a->nmode);
     struct or_cell *c = calloc(total, sizeof *c);
     if (c == NULL)
         return -ENOMEM;
@@ -259,9 +260,11 @@ static int or_cells(const struct or_args *a, struct or_cell **out, size_t *n)
                 c[k++] = (struct or_cell){ .wl = a->wls[w], .mode = a->modes[m],
                                            .users = a->users[u],
                                            .sz = or_size(a->wls[w], false, a->full, a->tiny) };
-    for (unsigned m = 0; !a->no_real && m < a->nmode; m++)
-        c[k++] = (struct or_cell){ .wl = "ganger", .mode = a->modes[m], .real = true,
-                                   .users = 4, .sz = or_size("ganger", true, a->full, a->tiny) };
+    for (int real = 0; !a->no_real && real < 2; real++)   /* its virtual twin first */
+        for (unsigned m = 0; m < a->nmode; m++)
+            c[k++] = (struct or_cell){ .wl = "ganger", .mode = a->modes[m], .real = real,
+                                       .users = 4,
+                                       .sz = or_size("ganger", true, a->full, a->tiny) };
     *out = c;
     *n = k;
     return 0;
@@ -270,7 +273,9 @@ static int or_cells(const struct or_args *a, struct or_cell **out, size_t *n)
 /* or_same -- same configuration (all but the mode)? */
 static bool or_same(const struct or_cell *x, const struct or_cell *y)
 {
-    return strcmp(x->wl, y->wl) == 0 && x->real == y->real && x->users == y->users;
+    return strcmp(x->wl, y->wl) == 0 && x->real == y->real && x->users == y->users &&
+           x->sz.cache_blocks == y->sz.cache_blocks &&
+           strcmp(x->sz.kv ? x->sz.kv : "", y->sz.kv ? y->sz.kv : "") == 0;
 }
 
 /* or_xsync -- every cell's x_sync from its configuration's sync cell. */
@@ -299,20 +304,13 @@ static uint64_t or_user_max(const struct or_cell *c)
 /* or_table -- the table on f. */
 static void or_table(FILE *f, const struct or_args *a, const struct or_cell *c, size_t n)
 {
-    fprintf(f, "device %s; sizes (kv, cache):", a->device);
-    for (size_t i = 0; i < n; i++) {   /* each workload and clock's sizes, once */
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = strcmp(c[j].wl, c[i].wl) == 0 && c[j].real == c[i].real;
-        if (!seen)
-            fprintf(f, " %s%s %s, %u KiB;", c[i].wl, c[i].real ? " (real)" : "",
-                    c[i].sz.kv ? c[i].sz.kv : "defaults", c[i].sz.cache_blocks * 4);
-    }
-    fputs("\n(task_s: mean over users of the time to the end of the user's last\n"
-          " transaction; max_s: the slowest user; elapsed_s: the run, with the final\n"
-          " sync; x_sync: sync's task_s over this one; phases: mean seconds per phase)\n", f);
-    fprintf(f, "%-7s %-7s %5s %-8s %9s %9s %9s %8s %8s %7s %8s %7s  %s\n", "workload",
-            "clock", "users", "mode", "task_s", "max_s", "elapsed_s", "reads", "writes",
+    fprintf(f, "device %s", a->device);
+    fputs("\n(size: the workload's kv and the cache; task_s: mean over users of the time\n"
+          " to the end of the user's last transaction; max_s: the slowest user;\n"
+          " elapsed_s: the run, with the final sync; x_sync: sync's task_s over this\n"
+          " one; phases: mean seconds per phase)\n", f);
+    fprintf(f, "%-8s %-7s %5s %-8s %-28s %9s %9s %9s %8s %8s %7s %8s %7s  %s\n",
+            "workload", "clock", "users", "mode", "size", "task_s", "max_s", "elapsed_s", "reads", "writes",
             "flushes", "MiB_wr", "x_sync", "phases");
     for (size_t i = 0; i < n; i++) {
         const struct bh_result *r = &c[i].r;
@@ -324,8 +322,11 @@ static void or_table(FILE *f, const struct or_args *a, const struct or_cell *c, 
         for (unsigned k = 0; k < r->nphases && r->nphases > 1; k++)
             snprintf(ph + strlen(ph), sizeof ph - strlen(ph), "%s%s %.3f", k ? ", " : "",
                      r->phase_name[k], (double)r->phase_ns[k] / 1e9);
-        fprintf(f, "%-8s %-7s %5u %-8s %9.3f %9.3f %9.3f %8llu %8llu %7llu %8.2f %7s  %s\n",
-                c[i].wl, c[i].real ? "real" : "virtual", c[i].users, c[i].mode,
+        char size[64];
+        snprintf(size, sizeof size, "%s/%uK", c[i].sz.kv ? c[i].sz.kv : "-",
+                 c[i].sz.cache_blocks * 4);
+        fprintf(f, "%-8s %-7s %5u %-8s %-28s %9.3f %9.3f %9.3f %8llu %8llu %7llu %8.2f %7s"
+                "  %s\n", c[i].wl, c[i].real ? "real" : "virtual", c[i].users, c[i].mode, size,
                 (double)r->user_mean_ns / 1e9, (double)or_user_max(&c[i]) / 1e9,
                 (double)r->elapsed_ns / 1e9, (unsigned long long)r->dev_reads,
                 (unsigned long long)r->dev_writes, (unsigned long long)r->dev_flush_reqs,
@@ -445,7 +446,8 @@ static int or_dat(const char *dir, const char *name, const struct or_args *a,
         fprintf(f, " %s", a->modes[m]);
     fputc('\n', f);
     for (size_t i = 0; i < n; i += a->nmode) {   /* the cells come mode-innermost */
-        fprintf(f, "%s/%uu%s", c[i].wl, c[i].users, c[i].real ? "/real" : "");
+        fprintf(f, "%s/%uu/%uK%s", c[i].wl, c[i].users, c[i].sz.cache_blocks * 4,
+                c[i].real ? "/real" : "");
         for (unsigned m = 0; m < a->nmode && i + m < n; m++)
             fprintf(f, " %.6f", what ? (double)c[i + m].r.dev_writes
                                      : (double)c[i + m].r.user_mean_ns / 1e9);
