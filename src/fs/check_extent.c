@@ -117,8 +117,10 @@ static void ck_ext_child(struct ck *ck, struct ck_xw *w, uint64_t blk,
     memcpy(&h, b + CK_EXT_OFF, sizeof h);
     if (!why && h.magic != UBJ_EXT_MAGIC)
         why = "bad extent header magic";
-    if (!why && (h.max != UBJ_EXT_NODE_MAX || h.entries > h.max || h.entries == 0))
+    if (!why && (h.max != UBJ_EXT_NODE_MAX || h.entries > h.max))
         why = "bad entry count";
+    if (!why && h.entries == 0)
+        why = "no entries";   /* maps nothing (a truncate cut short) */
     if (!why && h.depth != depth)
         why = "wrong depth";
     if (why) {

@@ -121,7 +121,8 @@ static int dir_corrupt(struct ubj_fs *fs, struct fs_iref *dir, uint64_t blk,
                          (unsigned long long)dir->ino, (unsigned long long)blk, what);
 }
 
-/* dir_check_leaf -- validate a leaf's records against [lo, hi). */
+/* dir_check_leaf -- validate a leaf's records against [lo, hi): keys from
+ * lo, sorted; a suffix at or past hi is a split's stale copy (below). */
 static int dir_check_leaf(struct ubj_fs *fs, struct fs_iref *dir, uint64_t blk,
                           struct ubj_buf *b, uint64_t lo, uint64_t hi)
 {
@@ -139,8 +140,13 @@ static int dir_check_leaf(struct ubj_fs *fs, struct fs_iref *dir, uint64_t blk,
             return dir_corrupt(fs, dir, blk, "empty name");
         if (off + dir_reclen(nl) > n->used)
             return dir_corrupt(fs, dir, blk, "name past the end");
-        if (k < UBJ_DIR_FIRST_KEY || k < lo || k >= hi || (cnt > 0 && k <= prev))
+        /* a sorted suffix of keys >= hi is a split's stale copy: the
+         * moved half, which the new node to the right holds (mode sync's
+         * write order, src/txn/sync.c); lookups route past it and
+         * readdir stops at hi; fsck drops it */
+        if (k < UBJ_DIR_FIRST_KEY || k < lo || (cnt > 0 && k <= prev))
             return dir_corrupt(fs, dir, blk, "key out of order");
+        (void)hi;
         prev = k;
         off += dir_reclen(nl);
         cnt++;
@@ -156,6 +162,7 @@ static int dir_check_index(struct ubj_fs *fs, struct fs_iref *dir, uint64_t blk,
 {
     const struct ubj_dir_node *n = dir_node(b);
     const uint8_t *r = dir_recs(b);
+    (void)hi;
 
     if (n->nrec == 0 || n->used != n->nrec * DIR_IREC)
         return dir_corrupt(fs, dir, blk, "index size");
@@ -164,7 +171,8 @@ static int dir_check_index(struct ubj_fs *fs, struct fs_iref *dir, uint64_t blk,
     for (unsigned i = 0; i < n->nrec; i++) {
         uint64_t k = dir_get64(r + i * DIR_IREC);
         uint64_t c = dir_get64(r + i * DIR_IREC + 8);
-        if (i > 0 && (k <= lo || k >= hi || k <= dir_get64(r + (i - 1) * DIR_IREC)))
+        /* keys >= hi: a split's stale copy, as in dir_check_leaf */
+        if (i > 0 && (k <= lo || k <= dir_get64(r + (i - 1) * DIR_IREC)))
             return dir_corrupt(fs, dir, blk, "index key out of order");
         if (c < fs->sb.data_start || c >= fs->sb.nblocks)
             return dir_corrupt(fs, dir, blk, "child out of range");
@@ -280,8 +288,8 @@ static int dir_descend(struct ubj_fs *fs, struct fs_iref *dir, uint64_t key,
         const uint8_t *r = dir_recs(b) + i * DIR_IREC;
         if (i > 0)
             lo = dir_get64(r);
-        if (i + 1u < dir_node(b)->nrec)
-            hi = dir_get64(r + DIR_IREC);
+        if (i + 1u < dir_node(b)->nrec && dir_get64(r + DIR_IREC) < hi)
+            hi = dir_get64(r + DIR_IREC);   /* never past a stale copy's */
         blk = dir_get64(r + 8);
         p->pos[lvl] = (uint16_t)(i * DIR_IREC);
         ubj_cache_put(fs->cache, b);
@@ -940,13 +948,16 @@ int fs_dir_set(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *dir,
 
 /* dir_emit_leaf -- call fill for each record of a leaf from byte `off`;
  * returns 1 when fill asked to stop. */
-static int dir_emit_leaf(struct ubj_buf *b, unsigned off, ubj_filldir_t fill, void *ctx)
+static int dir_emit_leaf(struct ubj_buf *b, unsigned off, uint64_t hi,
+                         ubj_filldir_t fill, void *ctx)
 {
     const uint8_t *r = dir_recs(b);
     unsigned used = dir_node(b)->used;
 
     for (; off < used; off += dir_reclen(r[off + 17])) {
         uint64_t k = dir_get64(r + off);
+        if (k >= hi)
+            break;   /* a split's stale copy (dir_check_leaf) */
         if (fill(ctx, (const char *)r + off + UBJ_DIR_LEAF_FIXED, r[off + 17],
                  dir_get64(r + off + 8), r[off + 16], k + 1) != 0)
             return 1;
@@ -977,7 +988,7 @@ int fs_dir_iterate(struct ubj_fs *fs, struct fs_iref *dir, uint64_t cookie,
         int rc = dir_descend(fs, dir, key, &p, &b);
         if (rc < 0)
             return rc;
-        int stop = dir_emit_leaf(b, p.pos[0], fill, ctx);
+        int stop = dir_emit_leaf(b, p.pos[0], p.hi, fill, ctx);
         ubj_cache_put(fs->cache, b);
         if (stop || p.hi == DIR_NO_BOUND)
             return 0;

@@ -317,18 +317,27 @@ static int ext_root_ev(struct ubj_handle *h, struct fs_iref *r,
     return fs_ievent(h, r, type, &r->ip->i_data.ext, sizeof r->ip->i_data.ext, a);
 }
 
-/* ext_dirty -- the node at level l was changed, as event `type` says
+/* ext_dirty_b -- the node at level l was changed, as event `type` says
  * (its header and entries); the root is dirtied by the caller's
- * fs_idirty. */
-static int ext_dirty(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
-                     struct ext_path *p, int l, enum ubj_event_type type)
+ * fs_idirty; `child`: the event's b (EXT_SPLIT: the new node). */
+static int ext_dirty_b(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
+                       struct ext_path *p, int l, enum ubj_event_type type,
+                       uint64_t child)
 {
     if (l == 0)
         return ext_root_ev(h, r, type, 0);
     struct ubj_buf *b = p->lv[l].b;
     int rc = fs_event(h, b, b->data + EXT_NODE_OFF, UBJ_BS - EXT_NODE_OFF,
-                      (struct ubj_event){ .type = type, .ino = r->ino });
+                      (struct ubj_event){ .type = type, .ino = r->ino, .b = child });
     return rc < 0 ? rc : fs_meta_dirty(fs, h, b);
+}
+
+/* ext_dirty -- ext_dirty_b naming no node (every event but EXT_SPLIT's:
+ * there b is the new node, which mode sync orders by). */
+static int ext_dirty(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
+                     struct ext_path *p, int l, enum ubj_event_type type)
+{
+    return ext_dirty_b(fs, h, r, p, l, type, 0);
 }
 
 /* ext_sub_blocks -- ip->blocks -= n (never below 0 on a corrupt count). */
@@ -493,7 +502,7 @@ static int ext_split(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r,
     rc = fs_meta_dirty(fs, h, b);
     ubj_cache_put(fs->cache, b);
     if (rc == 0)
-        rc = ext_dirty(fs, h, r, p, l, UBJ_EV_EXT_SPLIT);
+        rc = ext_dirty_b(fs, h, r, p, l, UBJ_EV_EXT_SPLIT, blk);   /* lost half to blk */
     return rc;
 }
 
@@ -561,7 +570,8 @@ static int ext_insert(struct ubj_fs *fs, struct ubj_handle *h, struct fs_iref *r
     if (rc < 0)
         goto fail;
     ext_put_entry(ext_hdr(r, p, k), ext_ents(r, p, k), (unsigned)(p->lv[k].idx + 1), &x);
-    return ext_dirty(fs, h, r, p, k, k == p->depth ? UBJ_EV_EXT_MAP : UBJ_EV_EXT_SPLIT);
+    return ext_dirty_b(fs, h, r, p, k, k == p->depth ? UBJ_EV_EXT_MAP : UBJ_EV_EXT_SPLIT,
+                       k == p->depth ? 0 : x.i.child);
 fail:
     for (unsigned i = used; i < need; i++)
         fs_bfree(fs, h, blks[i], 1);

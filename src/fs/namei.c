@@ -454,9 +454,18 @@ static int namei_make(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent,
         return rc;
     if (S_ISDIR(nn->mode) && d.ip->nlink >= NAMEI_LINK_MAX)
         rc = -EMLINK;
+    /* a directory's parent counts its ".." before the child exists
+     * (4.4BSD ufs_mkdir: mode sync writes it first, R3) */
+    bool counted = false;
+    if (rc == 0 && S_ISDIR(nn->mode)) {
+        rc = namei_nlink_add(fs, h, &d, 1);
+        counted = rc == 0;
+    }
     if (rc == 0)
         rc = fs_inode_new(fs, h, parent, nn->mode, cred, &c);
     if (rc < 0) {
+        if (counted && fs->error == 0)
+            (void)namei_nlink_add(fs, h, &d, -1);
         fs_iput(fs, &d);
         return rc;
     }
@@ -465,8 +474,8 @@ static int namei_make(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t parent,
     if (rc == 0)
         rc = fs_dir_add(fs, h, &d, name, len, c.ino, namei_dt(nn->mode));
     added = rc == 0;
-    if (rc == 0 && S_ISDIR(nn->mode))
-        rc = namei_nlink_add(fs, h, &d, 1);
+    if (rc < 0 && counted && fs->error == 0)
+        (void)namei_nlink_add(fs, h, &d, -1);
     if (rc == 0 && st)
         fs_inode_to_stat(c.ip, c.ino, st);
     ino = c.ino;
@@ -576,10 +585,14 @@ static int namei_link(struct ubj_fs *fs, struct ubj_handle *h, ubj_ino_t ino,
         rc = -ENOENT;
     else if (c.ip->nlink >= NAMEI_LINK_MAX)
         rc = -EMLINK;
-    if (rc == 0)
-        rc = fs_dir_add(fs, h, &d, newname, len, ino, namei_dt(c.ip->mode));
+    /* the count covers the name before the name exists (R3) */
     if (rc == 0)
         rc = namei_nlink_add(fs, h, &c, 1);
+    if (rc == 0) {
+        rc = fs_dir_add(fs, h, &d, newname, len, ino, namei_dt(c.ip->mode));
+        if (rc < 0 && fs->error == 0)
+            (void)namei_nlink_add(fs, h, &c, -1);
+    }
     if (rc == 0 && st)
         fs_inode_to_stat(c.ip, ino, st);
     fs_iput(fs, &c);
@@ -788,23 +801,12 @@ static int namei_ren_exchange(struct ubj_fs *fs, struct ubj_handle *h, struct na
 static int namei_ren_move(struct ubj_fs *fs, struct ubj_handle *h, struct namei_ren *r)
 {
     unsigned type = namei_dt(r->oc.ip->mode);
-    int rc;
-
-    if (r->have_nc)
-        rc = fs_dir_set(fs, h, r->np, r->newname, r->newlen, r->oc.ino, type);
-    else
-        rc = fs_dir_add(fs, h, r->np, r->newname, r->newlen, r->oc.ino, type);
-    if (rc == 0)
-        rc = fs_dir_remove(fs, h, &r->op, r->name, r->len);
-    if (rc < 0)
-        return rc;
     /* link counts of the parents: the moved subdirectory's "..", and the
      * replaced directory's ".." */
     int dop = 0, dnp = 0;
     if (r->odir && !r->same_parent) {
         dop--;
         dnp++;
-        rc = namei_set_parent(fs, h, &r->oc, r->np->ino);
     }
     if (r->ndir)
         dnp--;
@@ -812,9 +814,41 @@ static int namei_ren_move(struct ubj_fs *fs, struct ubj_handle *h, struct namei_
         dop += dnp;
         dnp = 0;
     }
+    /* Counts go up before the names they count and down after (4.4BSD
+     * ufs_rename; mode sync writes them in that order, R3): a moved file
+     * is counted twice while both its names exist, the new parent counts
+     * the moved directory before it is there. */
+    int rc = 0;
+    bool bumped = !r->odir;
+    if (bumped)
+        rc = namei_nlink_add(fs, h, &r->oc, 1);
+    if (rc == 0 && dnp > 0)
+        rc = namei_nlink_add(fs, h, r->np, dnp);
+    if (rc == 0) {
+        if (r->have_nc)
+            rc = fs_dir_set(fs, h, r->np, r->newname, r->newlen, r->oc.ino, type);
+        else
+            rc = fs_dir_add(fs, h, r->np, r->newname, r->newlen, r->oc.ino, type);
+    }
+    bool moved = rc == 0;
+    if (rc == 0)
+        rc = fs_dir_remove(fs, h, &r->op, r->name, r->len);
+    if (rc < 0) {
+        if (!moved && fs->error == 0) {   /* nothing renamed: counts back */
+            if (bumped)
+                (void)namei_nlink_add(fs, h, &r->oc, -1);
+            if (dnp > 0)
+                (void)namei_nlink_add(fs, h, r->np, -dnp);
+        }
+        return rc;
+    }
+    if (r->odir && !r->same_parent)
+        rc = namei_set_parent(fs, h, &r->oc, r->np->ino);
+    if (rc == 0 && bumped)
+        rc = namei_nlink_add(fs, h, &r->oc, -1);
     if (rc == 0)
         rc = namei_nlink_add(fs, h, &r->op, dop);
-    if (rc == 0)
+    if (rc == 0 && dnp < 0)
         rc = namei_nlink_add(fs, h, r->np, dnp);
     if (rc == 0)
         rc = namei_ctime(fs, h, &r->oc);

@@ -488,5 +488,7 @@ extern const struct ubj_mode_ops ubj_mode_ubj;
 /* the journal modes (src/txn/journal.c, docs/JOURNAL.md) */
 extern const struct ubj_mode_ops ubj_mode_ordered, ubj_mode_journal,
     ubj_mode_writeback;
+/* the conventional scheme of seed 003 (src/txn/sync.c, docs/SYNC.md) */
+extern const struct ubj_mode_ops ubj_mode_sync;
 
 #endif /* UBJ_TXN_MODE_H */

@@ -49,6 +49,11 @@ static const struct ubj_mode_entry reg_modes[] = {
         REG_JOURNAL_OPTIONS, UBJ_MODE_NEEDS_LOG, 0,
         { true, UBJ_MODE_DATA_UNSPECIFIED, UBJ_MODE_META_PREFIX, UBJ_MODE_FSYNC_ALL } },
       UBJ_FMT_MODE_WRITEBACK, &ubj_mode_writeback },
+    { { "sync", "no journal: ordering-critical metadata written synchronously "
+        "(Ganger & Patt's conventional scheme; docs/SYNC.md)",
+        "", UBJ_MODE_NEEDS_NOTHING, 0,
+        { true, UBJ_MODE_DATA_UNSPECIFIED, UBJ_MODE_META_INTEGRITY, UBJ_MODE_FSYNC_ALL } },
+      UBJ_FMT_MODE_SYNC, &ubj_mode_sync },
 #if UBJ_TEST_HOOKS
     { { "trial", "test-only: proves a mode is one file and one entry",
         "", UBJ_MODE_NEEDS_NOTHING, UBJ_MODE_F_TEST,

@@ -26,6 +26,7 @@
 #define UBJ_FMT_MODE_ORDERED   2u  /* journal: data home before metadata commits (docs/JOURNAL.md) */
 #define UBJ_FMT_MODE_JOURNAL   3u  /* journal: data and metadata through the log */
 #define UBJ_FMT_MODE_WRITEBACK 4u  /* journal: metadata only, data unordered */
+#define UBJ_FMT_MODE_SYNC      5u  /* no journal: ordering-critical metadata written synchronously */
 #define UBJ_FMT_MODE_TEST_MIN  0xf0u  /* 0xf0..0xff: test-only modes */
 
 /* One mode. */

@@ -190,8 +190,8 @@ struct tmount {
     struct ubj_config cfg;
 };
 /* tm_modes -- every mode a concurrency test runs in: none, ubj, ordered,
- * journal, writeback, trial (with its hooks). */
-#define TM_NMODES 6
+ * journal, writeback, sync, trial (with its hooks). */
+#define TM_NMODES 7
 extern const char *const tm_modes[TM_NMODES];
 /* tm_all_modes -- call one(mode, arg, why, sizeof why) for each of
  * tm_modes (*phase = its index first, for a watchdog's message, unless

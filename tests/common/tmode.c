@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 const char *const tm_modes[TM_NMODES] = { "none", "ubj", "ordered", "journal",
-                                          "writeback", "trial" };
+                                          "writeback", "sync", "trial" };
 
 /* tm_all_modes -- one(mode, arg, why) in every mode; fail the test with
  * the first failure (each printed). */

@@ -114,15 +114,16 @@ fl_mode_built() {
   [ "$rc" = 0 ]
 }
 
-# fl_modes -- $UBJ_FUSE_MODES, else the built ones of `ubj ordered`
-# (issue 5 asks for both), else `none` while neither is built yet
+# fl_modes -- $UBJ_FUSE_MODES, else the built ones of `ubj ordered sync`
+# (issue 5 asks for the first two, issue 21 for sync), else `none` while
+# none of them is built
 fl_modes() {
   if [ -n "${UBJ_FUSE_MODES:-}" ]; then
     echo "$UBJ_FUSE_MODES"
     return
   fi
   local m out=""
-  for m in ubj ordered; do
+  for m in ubj ordered sync; do
     if fl_mode_built "$m"; then out="$out $m"; fi
   done
   echo "${out:- none}"

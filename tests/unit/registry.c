@@ -76,7 +76,7 @@ static void test_unknown(void **state)
     assert_null(ubj_mode_lookup("nosuchmode"));
     assert_null(ubj_mode_lookup("UBJ"));           /* case-sensitive */
     assert_null(ubj_registry_by_name(NULL));
-    assert_null(ubj_registry_by_code(5));
+    assert_null(ubj_registry_by_code(6));
     assert_null(ubj_registry_by_ops(NULL));
     assert_null(ubj_mode_find(NULL));
 }
