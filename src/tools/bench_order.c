@@ -84,7 +84,7 @@ static struct or_size or_size(const char *wl, bool real, bool full, bool tiny)
 {
     if (tiny)   /* seconds, for tests: nothing disk-bound */
         return strcmp(wl, "ganger") == 0
-                   ? (struct or_size){ real ? "files=12,dirs=3" : "files=24,dirs=4", 256, 0 }
+                   ? (struct or_size){ real ? "files=6,dirs=2" : "files=24,dirs=4", 256, 0 }
                    : (struct or_size){ "files=10,dirs=2,compile_us=10,link_ms=1", 256, 0 };
     if (strcmp(wl, "ganger") == 0) {
         if (full)   /* 32 MiB source, 16 MiB cache, 5 x 32 MiB fits 1 GiB */
@@ -129,7 +129,7 @@ static void or_usage(void)
            "  -u, --users N         users, 1..%u (repeatable; default 1 and 4)\n"
            "  -d, --device SPEC     the device stack (default %s)\n"
            "      --tiny            a grid of seconds (tests: ganger 24 files, andrew\n"
-           "                        10, a 1 MiB cache; real: 12 files)\n"
+           "                        10, a 1 MiB cache; real: 6 files)\n"
            "      --no-real         no real-clock runs\n"
            "      --seed N          random seed (default 1)\n"
            "      --csv FILE        the runs as CSV\n"
