@@ -360,11 +360,12 @@ int bh_params_end(struct bh_run *r)
 
 extern const struct bh_workload bh_wl_postmark, bh_wl_varmail,
     bh_wl_fileserver, bh_wl_webserver, bh_wl_oltp, bh_wl_iozone, bh_wl_ganger,
-    bh_wl_sqlite;
+    bh_wl_sqlite, bh_wl_andrew;
 
 const struct bh_workload *const bh_workloads[] = {
     &bh_wl_postmark, &bh_wl_varmail, &bh_wl_fileserver, &bh_wl_webserver,
-    &bh_wl_oltp, &bh_wl_iozone, &bh_wl_ganger, &bh_wl_sqlite, NULL
+    &bh_wl_oltp, &bh_wl_iozone, &bh_wl_ganger, &bh_wl_sqlite, &bh_wl_andrew,
+    NULL
 };
 
 /* bh_workload_find -- look a workload up by name. */
@@ -719,6 +720,9 @@ static int run_txn(struct bh_run *r, struct bh_proc *p, uint64_t arrival)
         bh_trace_txn(r->trace, seq, p->id, arrival - r->t0, start - r->t0,
                      end - r->t0);
     p->done++;
+    p->end_ns = end;
+    if (p->phase < BH_PHASES_MAX)
+        p->phase_end_ns[p->phase] = end;
     run_progress(r, r->nlat);
     return rc;
 }
@@ -927,6 +931,38 @@ static void run_latencies(struct bh_run *r, struct bh_result *out)
     out->lat_max_ns = r->nlat ? r->lat[r->nlat - 1] : 0;
 }
 
+/* run_users -- task elapsed time per process and the mean, and the mean
+ * time of each phase (bh_result.user_ns, phase_ns). */
+static void run_users(struct bh_run *r, struct bh_result *out)
+{
+    const char *const *ph = r->wl->phases;
+    unsigned np = 0;
+    while (ph != NULL && np < BH_PHASES_MAX && ph[np] != NULL)
+        np++;
+    out->nphases = np ? np : 1;
+    for (unsigned k = 0; k < out->nphases; k++)
+        snprintf(out->phase_name[k], sizeof out->phase_name[k], "%s", np ? ph[k] : "all");
+    long double sum = 0, psum[BH_PHASES_MAX] = { 0 };
+    for (unsigned i = 0; i < r->prm.procs; i++) {
+        const struct bh_proc *p = &r->procs[i];
+        uint64_t u = p->end_ns > r->t0 ? p->end_ns - r->t0 : 0, prev = r->t0;
+        if (i < BH_USERS_MAX)
+            out->user_ns[i] = u;
+        sum += u;
+        for (unsigned k = 0; k < out->nphases; k++) {
+            uint64_t e = np == 0 ? p->end_ns : p->phase_end_ns[k];
+            if (e < prev)
+                e = prev;    /* no transaction of the phase: it took 0 */
+            psum[k] += e - prev;
+            prev = e;
+        }
+    }
+    unsigned n = r->prm.procs ? r->prm.procs : 1;
+    out->user_mean_ns = (uint64_t)(sum / n);
+    for (unsigned k = 0; k < out->nphases; k++)
+        out->phase_ns[k] = (uint64_t)(psum[k] / n);
+}
+
 struct run_base {
     struct ubj_fs_stats fs;
     struct ubj_bdev_stats dev;
@@ -991,6 +1027,10 @@ static void run_metrics(struct bh_run *r, const struct run_base *b,
     out->read_wait_locked_ns = s.read_wait_locked_ns - b->fs.read_wait_locked_ns;
     out->read_wait_unlocked_ns = s.read_wait_unlocked_ns - b->fs.read_wait_unlocked_ns;
     out->victim_wait_ns = s.victim_wait_ns - b->fs.victim_wait_ns;
+    out->dev_reads = d.reads - b->dev.reads;
+    out->dev_writes = d.writes - b->dev.writes;
+    out->dev_flush_reqs = d.flushes - b->dev.flushes;
+    run_users(r, out);
 }
 
 /* run_setup -- buffers, processes, trace. */

@@ -111,6 +111,9 @@ struct bh_config {
  * of overlapping runs; untimed. */
 #define BH_F_CHECK 0x4u
 
+#define BH_USERS_MAX 16u         /* processes whose task time bh_result keeps */
+#define BH_PHASES_MAX 8u         /* phases a workload may name */
+
 /* struct bh_result -- what one run measured (the timed phase only: the
  * file-set setup is not counted).  Field order = the issue's metric order. */
 struct bh_result {
@@ -148,6 +151,25 @@ struct bh_result {
     uint64_t read_wait_unlocked_ns; /* ... with it released */
     uint64_t victim_wait_ns;        /* dirty victims written home to free a
                                        buffer (lock held) */
+    /* added for the ordering study (issue 21): */
+    uint64_t dev_reads, dev_writes, dev_flush_reqs;
+                                 /* requests the top of the device stack
+                                    served (its own counters: a model sees
+                                    every request, a flush included) */
+    uint64_t user_ns[BH_USERS_MAX];  /* per process (the first BH_USERS_MAX):
+                                    task elapsed time, t0 to the end of its
+                                    last transaction (the final sync not
+                                    included: it is nobody's own) */
+    uint64_t user_mean_ns;       /* the mean of that over every process */
+    unsigned nphases;            /* the workload's phases (bh_workload.phases;
+                                    1 when it names none) */
+    char phase_name[BH_PHASES_MAX][16];
+    uint64_t phase_ns[BH_PHASES_MAX]; /* per phase, the mean over processes of
+                                    the time from the end of the process's
+                                    previous phase (t0 for the first) to the
+                                    end of its last transaction of this one:
+                                    the phases of a process add up to its
+                                    user_ns */
 };
 
 struct bh_run;   /* one run in progress (harness.c) */
@@ -159,6 +181,11 @@ struct bh_proc {
     uint64_t ready_ns;           /* virtual clock: when it runs next */
     uint64_t done;               /* transactions it completed */
     void *priv;                  /* the workload's per-process state */
+    unsigned phase;              /* set by the workload's op: the phase
+                                    (index into bh_workload.phases, below
+                                    BH_PHASES_MAX) of the transaction it ran */
+    uint64_t end_ns;             /* harness: the end of its last transaction */
+    uint64_t phase_end_ns[BH_PHASES_MAX]; /* harness: ... of each phase (0: none) */
 };
 
 /*
@@ -181,10 +208,14 @@ struct bh_workload {
                                     consistent across the counted calls,
                                     bench_int.h "Overlap"); else why its
                                     transactions run one at a time */
+    const char *const *phases;   /* NULL-terminated names of the phases a
+                                    process goes through in order (op sets
+                                    bh_proc.phase), at most BH_PHASES_MAX,
+                                    each < 16 bytes; NULL: one, "all" */
 };
 
 /* The workloads, NULL-terminated (postmark, varmail, fileserver,
- * webserver, oltp, iozone, ganger, sqlite). */
+ * webserver, oltp, iozone, ganger, sqlite, andrew). */
 extern const struct bh_workload *const bh_workloads[];
 
 /* bh_workload_find -- the workload named `name`, or NULL. */

@@ -15,7 +15,9 @@
  * first), u<u>.  One transaction = one of those steps (one directory or
  * one file).  A user is done after `rounds` (default 1) copy+remove
  * cycles; the run ends when all are (ops 0 = until then).  Task elapsed
- * time is the figure to read.
+ * time is the figure to read (bh_result.user_ns; phases "copy": the
+ * mkdirs and copies, "remove": the rest; with rounds > 1, "copy" ends
+ * with the last round's last copy).
  * kv: files, dirs, filesize, rounds.
  */
 #include <errno.h>
@@ -44,6 +46,7 @@ struct gg_state {
     unsigned nusers;
 };
 
+static const char *const gg_phases[] = { "copy", "remove", NULL };
 static const char *const gg_keys[] = { "files", "dirs", "filesize", "rounds", NULL };
 
 /* gg_parent -- index of directory j's parent (-1: the tree's top). */
@@ -171,6 +174,7 @@ static int gg_op(struct bh_run *r, struct bh_proc *p)
     struct gg_user *u = &s->users[p->id];
     if (u->round >= s->rounds)
         return 1;
+    p->phase = u->step <= s->ndirs + s->nfiles ? 0 : 1;   /* copy, remove */
     int rc = gg_step(r, s, u, p->id, u->step);
     if (rc < 0)
         return rc;
@@ -205,4 +209,5 @@ const struct bh_workload bh_wl_ganger = {
     .init = gg_init,
     .op = gg_op,
     .fini = gg_fini,
+    .phases = gg_phases,
 };

@@ -581,7 +581,7 @@ static int bench_overview(void)
              heads);
     printf("Usage: ubjfs bench [--quick] [--results DIR] [OPTIONS]\n"
            "       ubjfs bench run [OPTIONS]\n"
-           "       ubjfs bench micro|ubj|modes|dev|readahead [OPTIONS]\n\n"
+           "       ubjfs bench micro|ubj|modes|dev|readahead|ordering [OPTIONS]\n\n"
            "  (none), headline  ");
     tools_wrap(stdout, text, 20, 20, 72);
     printf("  run               the evaluation harness: any workloads x modes x\n"
@@ -590,7 +590,8 @@ static int bench_overview(void)
            "  ubj               mode ubj: append+fsync latency, recovery, ubj vs none\n"
            "  modes             every mode: cost of one fsync'd append, by category\n"
            "  dev               CPU cost of one request on device stacks (queue, ...)\n"
-           "  readahead         the read-ahead study: policies x patterns x devices\n\n"
+           "  readahead         the read-ahead study: policies x patterns x devices\n"
+           "  ordering          the metadata-ordering study: modes x ganger/andrew x users\n\n"
            "Run 'ubjfs bench BENCHMARK --help' for its options.\n"
            "Exit status: 0 success, 1 a run failed, 2 usage error.\n");
     return TOOLS_EXIT_OK;
@@ -616,6 +617,8 @@ int tools_bench_main(int argc, char **argv)
         return tools_bench_dev_main(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "readahead") == 0)   /* src/tools/bench_ra.c */
         return tools_bench_readahead_main(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "ordering") == 0)   /* src/tools/bench_order.c */
+        return tools_bench_ordering_main(argc - 1, argv + 1);
     int ret = bench_parse(argc, argv, &a);
     if (ret < 0) {
         struct ubj_format_opts fo = { .mode = a.mode };

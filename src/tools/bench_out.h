@@ -13,6 +13,7 @@
 #ifndef UBJ_TOOLS_BENCH_OUT_H
 #define UBJ_TOOLS_BENCH_OUT_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -139,5 +140,49 @@ const char *tools_bout_opname(enum bh_opkind k);
 void tools_bout_csv_field(FILE *f, const char *s);
 void tools_bout_json_string(FILE *f, const char *s);
 int tools_bout_run_gnuplot(const char *dir);
+
+/*
+ * tools_bout_study_files (bench_files.c) -- a study's output files (bench
+ * readahead, bench ordering): for each of csv, json (files) and plots (a directory,
+ * made first) that is not NULL, in that order until one fails, its writer
+ * called as w(path, ctx).  A plots writer returning -ENOPKG (no gnuplot)
+ * is a note on stderr ("CMD: no gnuplot: DIR/plots.gp written, no SVG"),
+ * not an error; any other error is reported naming the file.  Returns 0 or
+ * the first error.
+ */
+/* struct tools_bout_study -- the options every study command has. */
+struct tools_bout_study {
+    uint64_t seed;             /* --seed N (> 0); the caller sets the default */
+    const char *csv, *json;    /* --csv FILE, --json FILE, or NULL */
+    const char *plots;         /* --plots DIR, or NULL */
+    bool quiet;                /* -q, --quiet: no progress lines */
+};
+
+/*
+ * tools_bout_study_opts (bench_files.c) -- a study command's options
+ * loop: getopt_long over argv with short_opts and lo (which ends with
+ * TOOLS_BOUT_STUDY_LONGOPTS); --help prints usage() and ends it (exit code
+ * 0), getopt's '?' is a usage error (2), the shared options go into *io
+ * (a bad --seed is a usage error), every other option to one(ctx, c,
+ * optarg), which returns 0 to go on or an exit code; an operand is a usage
+ * error.  Returns -1 to go on, else the exit code.
+ */
+int tools_bout_study_opts(int argc, char **argv, const char *short_opts,
+                          const struct option *lo, void (*usage)(void),
+                          int (*one)(void *ctx, int c, const char *arg), void *ctx,
+                          struct tools_bout_study *io);
+
+/* The long options every study shares (their values for `one`): --seed
+ * 'S', --csv 'c', --json 'j', --plots 'o', --quiet 'q'; --help; the end. */
+#define TOOLS_BOUT_STUDY_LONGOPTS \
+    { "seed", required_argument, NULL, 'S' }, { "csv", required_argument, NULL, 'c' }, \
+    { "json", required_argument, NULL, 'j' }, { "plots", required_argument, NULL, 'o' }, \
+    { "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' }, \
+    { NULL, 0, NULL, 0 }
+
+int tools_bout_study_files(const char *cmd, const char *csv, const char *json,
+                           const char *plots, int (*wcsv)(const char *, void *),
+                           int (*wjson)(const char *, void *),
+                           int (*wplots)(const char *, void *), void *ctx);
 
 #endif /* UBJ_TOOLS_BENCH_OUT_H */

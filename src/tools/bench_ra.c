@@ -117,9 +117,8 @@ struct ra_args {
     unsigned nsize;
     bool pats[P_NR];
     uint64_t file_bytes;
-    uint64_t seed;
-    const char *csv, *json, *plots;
-    bool full, quiet;
+    struct tools_bout_study io;   /* --seed, --csv, --json, --plots, --quiet */
+    bool full;
 };
 
 /* ---- patterns -------------------------------------------------------------- */
@@ -469,7 +468,7 @@ static int ra_json(const char *path, const struct ra_args *a, const struct ra_ce
         return -errno;
     fprintf(f, "{\"schema\": \"ubjfs-bench-readahead/1\", \"file_bytes\": %llu, "
             "\"seed\": %llu, \"cache_blocks\": %u, \"cells\": [",
-            (unsigned long long)a->file_bytes, (unsigned long long)a->seed, RA_CACHE);
+            (unsigned long long)a->file_bytes, (unsigned long long)a->io.seed, RA_CACHE);
     for (size_t i = 0; i < n; i++) {
         fputs(i ? ",\n  {\"device\": " : "\n  {\"device\": ", f);
         tools_bout_json_string(f, c[i].dev);
@@ -702,9 +701,11 @@ static void ra_usage(void)
            "Exit status: 0 done, 1 a run failed, 2 usage error.\n", tools_prog);
 }
 
-/* ra_parse_one -- option c with arg; 0, or an exit code. */
-static int ra_parse_one(struct ra_args *a, int c, const char *arg)
+/* ra_parse_one -- option c with arg (tools_bout_study_opts's callback; ctx:
+ * the struct ra_args); 0, or an exit code. */
+static int ra_parse_one(void *ctx, int c, const char *arg)
 {
+    struct ra_args *a = ctx;
     char *end;
     unsigned long v;
     switch (c) {
@@ -737,14 +738,7 @@ static int ra_parse_one(struct ra_args *a, int c, const char *arg)
             a->file_bytes > 64ull << 20 || a->file_bytes % 4096 != 0)
             return tools_usage_err("bad --file-size '%s' (256K..64M, whole blocks)", arg);
         return 0;
-    case 'S':
-        a->seed = strtoull(arg, &end, 10);
-        return *end == '\0' && a->seed > 0 ? 0 : tools_usage_err("bad --seed '%s'", arg);
-    case 'c': a->csv = arg; return 0;
-    case 'j': a->json = arg; return 0;
-    case 'o': a->plots = arg; return 0;
     case 'f': a->full = true; return 0;
-    case 'q': a->quiet = true; return 0;
     default:
         return tools_usage_err("unknown option");
     }
@@ -757,24 +751,13 @@ static int ra_parse(int argc, char **argv, struct ra_args *a)
         { "full", no_argument, NULL, 'f' }, { "device", required_argument, NULL, 'd' },
         { "policy", required_argument, NULL, 'p' }, { "size", required_argument, NULL, 's' },
         { "pattern", required_argument, NULL, 'P' },
-        { "file-size", required_argument, NULL, 'F' }, { "seed", required_argument, NULL, 'S' },
-        { "csv", required_argument, NULL, 'c' }, { "json", required_argument, NULL, 'j' },
-        { "plots", required_argument, NULL, 'o' }, { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+        { "file-size", required_argument, NULL, 'F' },
+        TOOLS_BOUT_STUDY_LONGOPTS,
     };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "d:p:s:q", lo, NULL)) != -1) {
-        if (c == 'h') {
-            ra_usage();
-            return TOOLS_EXIT_OK;
-        }
-        int rc = c == '?' ? TOOLS_EXIT_USAGE : ra_parse_one(a, c, optarg);
-        if (rc != 0)
-            return rc;
-    }
-    if (optind < argc)
-        return tools_usage_err("unexpected argument '%s'", argv[optind]);
+    int rc = tools_bout_study_opts(argc, argv, "d:p:s:q", lo, ra_usage, ra_parse_one, a,
+                                   &a->io);
+    if (rc >= 0)
+        return rc;
     for (unsigned i = 0; a->ndev == 0 && i < sizeof ra_dev_default / sizeof ra_dev_default[0]; i++)
         a->devs[i][0] = ra_dev_default[i][0], a->devs[i][1] = ra_dev_default[i][1];
     if (a->ndev == 0)
@@ -800,9 +783,9 @@ static int ra_parse(int argc, char **argv, struct ra_args *a)
         struct ubj_bdev *ram;
         struct ubj_fs *fs = NULL;
         if (ubj_bdev_ram_create(64, &ram) == 0) {   /* an unformatted device: the */
-            int rc = ubj_mount(ram, &cfg, &fs);      /* policy is checked first */
+            int mrc = ubj_mount(ram, &cfg, &fs);     /* policy is checked first */
             ubj_bdev_destroy(ram);
-            if (rc == -EINVAL && strstr(ubj_errormsg(), "read-ahead") != NULL)
+            if (mrc == -EINVAL && strstr(ubj_errormsg(), "read-ahead") != NULL)
                 return tools_usage_err("bad --policy '%s': %s", a->pols[p], ubj_errormsg());
         }
     }
@@ -828,7 +811,7 @@ static int ra_grid(const struct ra_args *a, struct ra_cell **cells, size_t *n)
             struct ra_set s = { .pat = (enum ra_pat)p, .csize = a->sizes[z] };
             int rc = RA_SQL(p) ? 0 : ra_image(&s, a->file_bytes);
             if (rc == 0 && !RA_SQL(p))
-                rc = ra_calls(&s, a->seed);
+                rc = ra_calls(&s, a->io.seed);
             for (unsigned d = 0; rc == 0 && d < a->ndev; d++)
                 for (unsigned q = 0; rc == 0 && q < a->npol; q++) {
                     if (RA_SQL(p) && strcmp(a->pols[q], "oracle") == 0)
@@ -839,7 +822,7 @@ static int ra_grid(const struct ra_args *a, struct ra_cell **cells, size_t *n)
                                            .csize = RA_SQL(p) ? 4096 : a->sizes[z] };
                     rc = RA_SQL(p) ? ra_sql_run(a->devs[d][0], a->pols[q], (enum ra_pat)p, c)
                                    : ra_cell_run(&s, a->devs[d][0], a->pols[q], c);
-                    if (rc == 0 && !a->quiet)
+                    if (rc == 0 && !a->io.quiet)
                         fprintf(stderr, "[%zu/%zu] %s %s %u KiB %s: %.2f ms, %.3f mJ\n", k,
                                 total, c->dev, ra_pat_names[p], a->sizes[z] / 1024, c->pol,
                                 (double)c->total_ns / 1e6, c->energy_j * 1e3);
@@ -856,6 +839,27 @@ static int ra_grid(const struct ra_args *a, struct ra_cell **cells, size_t *n)
     return TOOLS_EXIT_OK;
 }
 
+/* What the file writers get (tools_bout_study_files). */
+struct ra_out { const struct ra_args *a; const struct ra_cell *c; size_t n; };
+
+static int ra_wcsv(const char *path, void *ctx)
+{
+    const struct ra_out *o = ctx;
+    return ra_csv(path, o->c, o->n);
+}
+
+static int ra_wjson(const char *path, void *ctx)
+{
+    const struct ra_out *o = ctx;
+    return ra_json(path, o->a, o->c, o->n);
+}
+
+static int ra_wplots(const char *dir, void *ctx)
+{
+    const struct ra_out *o = ctx;
+    return ra_plots(dir, o->a, o->c, o->n);
+}
+
 /* ra_outputs -- table, targets, files.  An exit code. */
 static int ra_outputs(const struct ra_args *a, const struct ra_cell *c, size_t n)
 {
@@ -866,29 +870,16 @@ static int ra_outputs(const struct ra_args *a, const struct ra_cell *c, size_t n
     ra_check_nand(stdout, a, c, n);
     ra_check_seq(stdout, a, c, n);
     ra_check_adaptive(stdout, a, c, n);
-    int rc = 0;
-    if (a->csv && (rc = ra_csv(a->csv, c, n)) < 0)
-        tools_err("%s: %s", a->csv, strerror(-rc));
-    if (a->json && rc == 0 && (rc = ra_json(a->json, a, c, n)) < 0)
-        tools_err("%s: %s", a->json, strerror(-rc));
-    if (a->plots && rc == 0) {
-        (void)mkdir(a->plots, 0755);
-        rc = ra_plots(a->plots, a, c, n);
-        if (rc == -ENOPKG) {
-            fprintf(stderr, "bench readahead: no gnuplot: %s/plots.gp written, no SVG\n",
-                    a->plots);
-            rc = 0;
-        } else if (rc < 0) {
-            tools_err("%s: plots: %s", a->plots, strerror(-rc));
-        }
-    }
+    struct ra_out o = { a, c, n };
+    int rc = tools_bout_study_files("bench readahead", a->io.csv, a->io.json, a->io.plots, ra_wcsv,
+                                    ra_wjson, ra_wplots, &o);
     return rc < 0 ? TOOLS_EXIT_ERR : TOOLS_EXIT_OK;
 }
 
 /* tools_bench_readahead_main -- `ubjfs bench readahead`. */
 int tools_bench_readahead_main(int argc, char **argv)
 {
-    struct ra_args a = { .seed = 1 };
+    struct ra_args a = { .io.seed = 1 };
     int rc = ra_parse(argc, argv, &a);
     if (rc >= 0)
         return rc;

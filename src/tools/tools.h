@@ -54,6 +54,7 @@ int tools_bench_ubj_main(int argc, char **argv);   /* bench_ubj.c: `bench ubj` *
 int tools_bench_modes_main(int argc, char **argv); /* bench_modes.c: `bench modes` */
 int tools_bench_dev_main(int argc, char **argv);   /* bench_dev.c: `bench dev` */
 int tools_bench_readahead_main(int argc, char **argv);   /* bench_ra.c: `bench readahead` */
+int tools_bench_ordering_main(int argc, char **argv);    /* bench_order.c: `bench ordering` */
 int tools_bench_run_main(int argc, char **argv);   /* bench_run.c: `bench run` */
 int tools_bench_headline_main(int argc, char **argv); /* bench_run.c: `bench` */
 int tools_mount_main(int argc, char **argv);   /* mount.c + src/fuse/ */

@@ -158,6 +158,45 @@ static void test_ganger(void **st)
     assert_int_equal(r.ops, 2 * 2 * (2 * 3 + 2 * 10 + 2));
 }
 
+/* test_andrew -- per user: mkdir dst + dirs, a copy per file, a readdir +
+ * stats per directory, a read per file, a compile per non-header file (one
+ * in five is a header) and the link; phases and task times on a RAM device,
+ * where only the compiler's and the linker's CPU time passes. */
+static void test_andrew(void **st)
+{
+    (void)st;
+    struct bh_result r;
+    run_wl("andrew", 1, 0, 2, "files=10,dirs=3,link_ms=5", &r);
+    assert_int_equal(r.init_opcount[BH_OP_MKDIR], 2 * (2 + 3));
+    assert_int_equal(r.init_opcount[BH_OP_CREATE], 2 * 10);
+    assert_int_equal(r.ops, 2 * (2 * (3 + 10) + 1 + 8 + 1));
+    assert_int_equal(r.opcount[BH_OP_MKDIR], 2 * 4);
+    assert_int_equal(r.opcount[BH_OP_CREATE], 2 * (10 + 8 + 1));
+    assert_int_equal(r.opcount[BH_OP_READDIR], 2 * 3);
+    assert_true(r.elapsed_ns >= 2 * 5000000ull);   /* two links at least */
+    uint64_t sum = 0, mx = 0;
+    for (unsigned k = 0; k < r.nphases; k++)
+        sum += r.phase_ns[k];
+    for (unsigned u = 0; u < 2; u++)
+        mx = r.user_ns[u] > mx ? r.user_ns[u] : mx;
+    assert_int_equal(mx, r.elapsed_ns);            /* the final sync costs 0 */
+    assert_true(sum <= r.user_mean_ns && sum + r.nphases >= r.user_mean_ns);
+    assert_int_equal(r.user_mean_ns, (r.user_ns[0] + r.user_ns[1]) / 2);
+    /* one user: the phases before compile take no time on RAM (with two,
+     * the second user's wait for the first's compiler shows in them) */
+    run_wl("andrew", 1, 0, 1, "files=10,dirs=3,link_ms=5", &r);
+    assert_int_equal(r.nphases, 5);
+    assert_string_equal(r.phase_name[0], "mkdir");
+    assert_string_equal(r.phase_name[4], "compile");
+    for (unsigned k = 0; k < 4; k++)
+        assert_int_equal(r.phase_ns[k], 0);
+    assert_int_equal(r.phase_ns[4], r.elapsed_ns);
+    assert_int_equal(r.user_ns[0], r.elapsed_ns);
+    run_wl("ganger", 1, 0, 1, "files=10,dirs=3", &r);   /* one phase per half */
+    assert_int_equal(r.nphases, 2);
+    assert_string_equal(r.phase_name[1], "remove");
+}
+
 /* test_sqlite -- every insert transaction creates and deletes the
  * rollback journal and syncs (journal, database, directory). */
 static void test_sqlite(void **st)
@@ -185,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_iozone),
         cmocka_unit_test(test_ganger),
         cmocka_unit_test(test_sqlite),
+        cmocka_unit_test(test_andrew),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -130,6 +130,7 @@ static void test_every_workload(void **st)
         { "ganger", "files=60,dirs=8", 0, 1 },
         { "iozone", "record=65536,size=262144", 0, 1 },
         { "sqlite", "rows=100", 20, 1 },
+        { "andrew", "files=20,dirs=3,compile_us=10,link_ms=1", 0, 1 },
     };
     static const char *const modes[] = { "ordered", "ubj" };
     for (size_t m = 0; m < 2; m++)
