@@ -106,6 +106,7 @@ struct ex {
     struct cx_result *res;
     int nvm, log, data;              /* ex_promises */
     int integrity, fsync_all;        /* ex_promises: the integrity oracle */
+    bool atomic;                     /* ex_promises: torn only between blocks */
     uint8_t *base, *base_region;
     size_t region_size;
     char reg_run[256], reg_crash[256], reg_ref[256], reg_nest[256], reg_nest2[256];
@@ -506,7 +507,7 @@ static void ex_declare(struct ex *x, struct ubj_bdev *rec)
         return;
     if (x->cfg->persist != CX_PERSIST_THROUGH)
         rec->guarantees |= UBJ_BDEV_VOLATILE_CACHE;
-    if (x->cfg->atomic_block)
+    if (x->atomic)
         rec->guarantees |= UBJ_BDEV_ATOMIC_BLOCK;
 }
 
@@ -899,12 +900,12 @@ static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
     for (unsigned t = 0; rc == 0 && t < torn && c > 0; t++) {  /* torn last write */
         uint64_t p = c <= x->cfg->samples ? t : ex_rand(&x->rng) % c;
         uint32_t ns = ex_sectors(rec, idx ? idx[p] : first + p), bs = EX_BS / 512;
-        if (x->cfg->atomic_block && ns <= bs)
+        if (x->atomic && ns <= bs)
             continue;   /* one block: written whole */
         for (uint64_t i = 0; i < c; i++)
             v[i].keep = i < p ? UBJ_REC_WHOLE : UBJ_REC_DROP;
         v[p].keep = UBJ_REC_PREFIX;
-        v[p].sectors = x->cfg->atomic_block
+        v[p].sectors = x->atomic
                      ? bs * (1 + (uint32_t)(ex_rand(&x->rng) % (ns / bs - 1)))
                      : 1 + (uint32_t)(ex_rand(&x->rng) % (ns - 1));
         snprintf(d, sizeof d, "writes 1..%llu, write %llu torn after sector %u of %u",
@@ -920,7 +921,7 @@ static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
         v[p].seed = ex_rand(&x->rng);
         snprintf(d, sizeof d, "every write but %llu, whose sectors are kept at random "
                  "(seed %llu)", (unsigned long long)p + 1, (unsigned long long)v[p].seed);
-        if (!x->cfg->atomic_block)   /* sectors at random: torn inside blocks */
+        if (!x->atomic)   /* sectors at random: torn inside blocks */
             rc = ex_vec_add(s, v, d);
         v[p].seed = 0;
         if (rc == 0) {   /* ... and the same write lost whole (reordered) */
@@ -962,14 +963,14 @@ static int ex_vecs_of(struct ex *x, struct ubj_bdev *rec, uint64_t first,
             uint64_t sd = ex_rand(&x->rng);
             for (uint64_t i = 0; i < c; i++) {
                 unsigned pick = (unsigned)(ex_rand(&x->rng) %
-                                           (x->cfg->atomic_block ? 2u : 3u));
+                                           (x->atomic ? 2u : 3u));
                 v[i].keep = pick == 0 ? UBJ_REC_DROP : pick == 1 ? UBJ_REC_WHOLE
                                                                 : UBJ_REC_SECTORS;
                 v[i].seed = pick == 2 ? sd + i : 0;
             }
             snprintf(d, sizeof d, "random subset (seed %llu) of %llu writes%s",
                      (unsigned long long)sd, (unsigned long long)c,
-                     x->cfg->atomic_block ? "" : ", torn at sectors");
+                     x->atomic ? "" : ", torn at sectors");
             rc = ex_vec_add(s, v, d);
         }
     }
@@ -1503,6 +1504,10 @@ static int ex_promises(struct ex *x, const struct ubj_mode_info *m)
         return ubj_set_error(-EINVAL, "crash explorer: unknown oracle %d", (int)o);
     x->integrity = o == CX_ORACLE_INTEGRITY ||
                    (o == CX_ORACLE_AUTO && m->promises.meta == UBJ_MODE_META_INTEGRITY);
+    /* an integrity-only mode writes its metadata in place, unjournaled:
+     * it assumes 4 KiB blocks written whole (docs/SYNC.md), so its torn
+     * states end at block boundaries, as --atomic-block */
+    x->atomic = x->cfg->atomic_block || x->integrity;
     x->fsync_all = m->promises.fsync == UBJ_MODE_FSYNC_ALL;
     x->nvm = m->needs == UBJ_MODE_NEEDS_NVM;
     x->log = m->needs == UBJ_MODE_NEEDS_LOG;

@@ -269,14 +269,17 @@ static void ck_orphan_walk(struct ck *ck)
 }
 
 /* ck_unreachable -- report an in-use inode no name reaches: a leak (it
- * and its blocks) unless it is a directory that still holds names (those
- * names are lost with it: corruption). */
+ * and its blocks) -- a directory that still holds names too: what only it
+ * names is unreachable with it, each reported as its own leak (a mkdir
+ * and a create inside it cut before the directory's name was written, as
+ * mode sync allows: FFS's fsck reconnects such a tree to lost+found; v1
+ * has none, so it is freed). */
 static void ck_unreachable(struct ck *ck, const struct ck_ino *r)
 {
     if (S_ISDIR(r->mode) && r->entries != 0)
-        ck_problem(ck, true, "directory %llu (%u links, %llu names) is not reachable "
-                   "from the root: free it and what only it names (v1 has no "
-                   "lost+found)", CK_LL(r->ino), r->nlink, CK_LL(r->entries));
+        ck_leak(ck, r->blocks, 1, "directory %llu (%u links, %llu names) is not "
+                "reachable from the root: free it and what only it names (v1 has no "
+                "lost+found)", CK_LL(r->ino), r->nlink, CK_LL(r->entries));
     else
         ck_leak(ck, r->blocks, 1, "inode %llu (%s, %u links, %llu blocks) is not "
                 "reachable from the root: free it (v1 has no lost+found)",

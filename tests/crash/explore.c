@@ -404,7 +404,7 @@ static void test_broken_journal_commit_flush(void **state)
 /* mode sync's broken variants (src/txn/sync.h): each breaks one of seed
  * 003's ordering rules and must be caught by the integrity oracle, under
  * both persistence models; unbroken, the same workload passes. */
-static void __attribute__((unused)) test_broken_sync(void **state)
+static void test_broken_sync(void **state)
 {
     (void)state;
     static const char *const b[] = { "sync-no-init", "sync-no-nullify", "sync-no-rename" };
@@ -505,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_broken_ubj_ckpt_flush),
         cmocka_unit_test(test_broken_journal_commit_flush),
         cmocka_unit_test(test_broken_journal_ckpt_flush),
+        cmocka_unit_test(test_broken_sync),
         cmocka_unit_test(test_broken_through),
         cmocka_unit_test(test_minimize),
     };

@@ -1,14 +1,15 @@
 # tests/crash/quick.sh -- the CI pass of the crash explorer: `ubjfs
 # crashtest --quick` (generated ACE-style workloads in ubj, ordered,
-# journal and writeback, crashes during recovery included, and in a test
+# journal, writeback and sync -- sync under the integrity oracle --,
+# crashes during recovery included, and in a test
 # build the two overlapping operations of cx_workload_overlap) must find
 # no failure and
 # explore a meaningful number of states; and the same under the
-# write-through persistence model in the journal modes.
+# write-through persistence model in the journal modes and sync.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
 . "$(dirname "$0")/../common/lib.sh" crashquick
 run 0 "$UBJ_TOOL" crashtest --quick --mode ubj --mode ordered --mode journal --mode writeback \
-  --out "$tmp"
+  --mode sync --out "$tmp"
 cat "$tmp/out"
 states=$(sed -n 's/^total: \([0-9]*\) states.*/\1/p' "$tmp/out")
 [ "${states:-0}" -gt 5000 ] || fail "the quick pass explored only ${states:-0} states"
@@ -18,7 +19,7 @@ ls "$tmp"/crash-*.wl >/dev/null 2>&1 && fail "reproducers written: $(ls "$tmp")"
 # correct run -- every write is flushed by each fence -- and are checked by
 # tests/crash/crashtest.sh and explore.c)
 run 0 "$UBJ_TOOL" crashtest --quick --persist write-through --mode ordered --mode journal \
-  --mode writeback --out "$tmp"
+  --mode writeback --mode sync --out "$tmp"
 cat "$tmp/out"
 states=$(sed -n 's/^total: \([0-9]*\) states.*/\1/p' "$tmp/out")
 [ "${states:-0}" -gt 3000 ] || fail "write-through: the quick pass explored only ${states:-0} states"
