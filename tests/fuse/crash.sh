@@ -10,7 +10,8 @@
 # before it is allowed: check_sql); every acknowledged record is there,
 # intact and in order; after a
 # clean unmount fsck is clean.  Run for each built mode that promises
-# crash consistency (ubj, ordered, journal); skipped while none is built:
+# crash consistency (ubj, ordered, journal, sync: the remount of sync's
+# unclean image reclaims its leaks first); skipped while none is built:
 # mode none gives no guarantee after a crash.
 . "$(dirname "$0")/fuselib.bash"
 fl_need sqlite3 dd strace

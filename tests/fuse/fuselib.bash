@@ -130,14 +130,15 @@ fl_modes() {
 }
 
 # fl_crash_modes -- $UBJ_FUSE_CRASH_MODES, else the built modes of
-# `ubj ordered journal`
+# `ubj ordered journal sync` (sync: integrity only, but every fsync'd
+# record and acknowledged SQLite commit survives a kill -9 all the same)
 fl_crash_modes() {
   if [ -n "${UBJ_FUSE_CRASH_MODES:-}" ]; then
     echo "$UBJ_FUSE_CRASH_MODES"
     return
   fi
   local m out=""
-  for m in ubj ordered journal; do
+  for m in ubj ordered journal sync; do
     if fl_mode_built "$m"; then out="$out $m"; fi
   done
   echo "$out"
