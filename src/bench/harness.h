@@ -104,12 +104,17 @@ struct bh_config {
  * docs/HARNESS.md, "Real clock"); this flag runs them one at a time
  * instead, as before issue 20 -- for comparison, and as the serialised
  * baseline of tests/bench/overlap.c.  No effect on the virtual clock. */
-#define BH_F_SERIAL 0x2u
+#define BH_F_SERIAL 0x8u
 
 /* After the unmount, check the image (ubj_check, fsck's passes); a
  * problem fails the run with -EUCLEAN and fsck's first line.  For tests
  * of overlapping runs; untimed. */
 #define BH_F_CHECK 0x4u
+/* each flag its own bit (BH_F_SERIAL once shared BH_F_COLD's: --serial
+ * runs started cold) */
+_Static_assert(((BH_F_NO_FINAL_SYNC ^ BH_F_COLD ^ BH_F_SERIAL ^ BH_F_CHECK) ==
+                (BH_F_NO_FINAL_SYNC | BH_F_COLD | BH_F_SERIAL | BH_F_CHECK)),
+               "BH_F_* flags overlap");
 
 #define BH_USERS_MAX 16u         /* processes whose task time bh_result keeps */
 #define BH_PHASES_MAX 8u         /* phases a workload may name */
