@@ -90,7 +90,7 @@ static int reclaim_pass(struct ubj_fs *fs, const char *mode)
                              "run: %s", f.first);
     if (res.corrupt != 0) {
         fs->reclaim_error = -EUCLEAN;
-        snprintf(fs->mount_error, sizeof fs->mount_error, "unclean %s image: %s "
+        snprintf(fs->mount_error, sizeof fs->mount_error, "unclean %s image: %.150s "
                  "(%lu problems, %lu of them leaks): read-only until fsck", mode,
                  f.first, res.problems, res.leaks);
         return 0;
