@@ -719,13 +719,20 @@ struct ubj_fs_stats {
                                             before they left the cache */
     uint64_t ra_unused;                  /* ... evicted or dropped unread */
     uint64_t ra_late;                    /* reads that found a block still
-                                            being read ahead and waited */
+                                            being read ahead, or read ahead
+                                            asynchronously but not ready on
+                                            the clock, and waited */
     uint64_t ra_unused_bytes;            /* ra_unused x 4096 */
     double ra_energy_j;                  /* the device model's active energy
                                             of the read-ahead requests (0
                                             without a model) */
     double ra_unused_energy_j;           /* its share of the unused blocks:
                                             ra_energy_j x ra_unused / ra_blocks */
+    uint64_t ra_async_requests;          /* of ra_requests, the asynchronous
+                                            windows (time-limited, not waited
+                                            for by their submitter) */
+    uint64_t ra_late_wait_ns;            /* clock time late hits waited for an
+                                            asynchronous window's ready time */
 };
 /*
  * ubj_privs_killed -- how many times since mount a write, fallocate,

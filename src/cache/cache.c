@@ -325,6 +325,24 @@ struct cache_io {
     struct cache_wb_ent ent[];   /* what it writes, in block order */
 };
 
+/*
+ * One asynchronous read-ahead request (ubj_cache_readahead_async): its
+ * device request, the claimed buffers it fills (io_busy, RA_IO, one
+ * reference each), a bounce buffer when they are not adjacent in the
+ * pool.  Freed by the last of its submitter and its completion
+ * (cache_ra_done), which may run inside ubj_bdev_submit.
+ */
+struct cache_ra_io {
+    struct ubj_req req;
+    struct ubj_cache *c;
+    void *bounce;                /* the request's buffer, or NULL (the pool) */
+    uint64_t mark;               /* the block carrying the marker, or UINT64_MAX */
+    unsigned refs;               /* [c->lock] submitter + completion */
+    struct cache_ra_io *next, *prev;   /* [c->lock] c->ra_head: in flight */
+    uint32_t m;
+    struct ubj_buf *v[];
+};
+
 struct ubj_cache {
     pthread_mutex_t lock;        /* everything below but the wb_* fields */
     pthread_cond_t io_cv;        /* broadcast when some io_busy clears or a
@@ -363,6 +381,11 @@ struct ubj_cache {
                                     waited for, until CLOCK reports it */
     bool drives;                 /* the stack holds requests (a queue): a
                                     waiter for a write drives it (drain) */
+    uint32_t ra_inflight;        /* asynchronous read-ahead requests
+                                    submitted, not completed (ra_head) */
+    struct cache_ra_io *ra_head;
+    struct ubj_clock *ra_clock;  /* the clock of the buffers' ra_ready (the
+                                    stack's; set by a completion) */
 };
 
 #if UBJ_TEST_HOOKS
@@ -377,6 +400,7 @@ static void *cache_read_hook_arg;
 static bool cache_unlock_none;
 static bool cache_write_live;
 static bool cache_no_wait;
+static bool cache_ra_no_ready;
 #define CACHE_TEST_POINT(c, b) \
     do { if (cache_test_hook) cache_test_hook(cache_test_hook_arg, (c), (b)); } while (0)
 #else
@@ -641,7 +665,7 @@ static void cache_release_locked(struct ubj_cache *c, struct ubj_buf *b)
  */
 static void cache_io_wait_locked(struct ubj_cache *c)
 {
-    if (c->io_inflight > 0 && c->drives) {
+    if (c->io_inflight + c->ra_inflight > 0 && c->drives) {
         pthread_mutex_unlock(&c->lock);
         (void)ubj_bdev_drain(c->dev);   /* its errors go to the requests */
         pthread_mutex_lock(&c->lock);
@@ -1367,7 +1391,8 @@ void ubj_cache_destroy(struct ubj_cache *c)
     if (c == NULL)
         return;
     pthread_mutex_lock(&c->lock);
-    while (c->io_inflight > 0)   /* a write nobody waited for (eviction) */
+    while (c->io_inflight + c->ra_inflight > 0)   /* a write nobody waited for
+                                                     (eviction), a read-ahead */
         cache_io_wait_locked(c);
     assert(c->adopt_pending || assert_cache_invariants(c));
     assert(c->snap_out[CACHE_SNAP_ONE] == 0 && c->snap_out[CACHE_SNAP_RUN] == 0);
@@ -1500,7 +1525,62 @@ static void cache_claim_locked(struct ubj_cache *c, struct ubj_buf *v, uint64_t 
     v->refcnt = 1;
     v->referenced = 1;
     v->io_busy = 1;
+    v->ra_ready = 0;
+    v->ra_io = NULL;
     cache_hash_insert_locked(c, v);
+}
+
+/* cache_ra_raise_locked -- a getter waits for the asynchronous
+ * read-ahead request io: raise it to time-critical where a queue holds
+ * it (io is not freed before its completion has taken c->lock). */
+static void cache_ra_raise_locked(struct ubj_cache *c, struct cache_ra_io *io)
+{
+    if (c->drives &&
+        __atomic_load_n(&io->req.crit, __ATOMIC_RELAXED) < UBJ_CRIT_CRITICAL &&
+        ubj_bdev_raise(c->dev, &io->req, UBJ_CRIT_CRITICAL, 0) == 0)
+        c->stats.io_raised++;
+}
+
+/* cache_ra_ready_locked -- loaded b is being got: the ready time of its
+ * asynchronous read-ahead if the clock has not reached it (the getter
+ * waits until then outside c->lock, cache_ra_wait_ready: a late hit,
+ * counted once per get through *late), else 0 (and b is ready for good). */
+static uint64_t cache_ra_ready_locked(struct ubj_cache *c, struct ubj_buf *b, bool *late)
+{
+    if (b->ra_ready == 0)
+        return 0;
+    if (c->ra_clock == NULL || ubj_clock_now(c->ra_clock) >= b->ra_ready) {
+        b->ra_ready = 0;
+        return 0;
+    }
+    if (!*late) {
+        *late = true;
+        c->stats.ra_late++;
+    }
+#if UBJ_TEST_HOOKS
+    if (cache_ra_no_ready) {
+        b->ra_ready = 0;
+        return 0;   /* broken variant ra-no-ready: the data is used early */
+    }
+#endif
+    return b->ra_ready;
+}
+
+/* cache_ra_wait_ready -- wait on the read-ahead clock until `ready` (0:
+ * nothing), counting the wait.  Called without c->lock. */
+static void cache_ra_wait_ready(struct ubj_cache *c, uint64_t ready)
+{
+    if (ready == 0)
+        return;
+    pthread_mutex_lock(&c->lock);
+    struct ubj_clock *clk = c->ra_clock;
+    pthread_mutex_unlock(&c->lock);
+    uint64_t t0 = ubj_clock_now(clk);
+    ubj_clock_wait_until(clk, ready);
+    uint64_t t1 = ubj_clock_now(clk);
+    pthread_mutex_lock(&c->lock);
+    c->stats.ra_late_ns += t1 > t0 ? t1 - t0 : 0;
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* cache_get -- a referenced buffer with the newest version of blkno;
@@ -1524,12 +1604,16 @@ static int cache_get(struct ubj_cache *c, uint64_t blkno, unsigned flags,
                     late = true;   /* read ahead, not ready yet: waits */
                     c->stats.ra_late++;
                 }
+                if (b->ra_io != NULL)
+                    cache_ra_raise_locked(c, b->ra_io);
                 cache_io_wait_locked(c);
                 continue;
             }
+            uint64_t ready = cache_ra_ready_locked(c, b, &late);
             cache_hit_locked(c, b);
             c->stats.hits += !missed;
             pthread_mutex_unlock(&c->lock);
+            cache_ra_wait_ready(c, ready);
             *out = b;
             return 0;
         }
@@ -1598,15 +1682,21 @@ void ubj_cache_wait_unlocked(struct ubj_cache *c, pthread_mutex_t *outer)
 }
 
 /* cache_run_hits_locked -- references on the loaded buffers of blocks
- * blkno, blkno + 1, ... (at most n) that are cached: how many. */
+ * blkno, blkno + 1, ... (at most n) that are cached: how many; *ready the
+ * latest ready time among them the caller must wait for (0: none). */
 static uint32_t cache_run_hits_locked(struct ubj_cache *c, uint64_t blkno, uint32_t n,
-                                      struct ubj_buf **out)
+                                      struct ubj_buf **out, uint64_t *ready)
 {
     uint32_t k = 0;
+    bool late = false;
+    *ready = 0;
     while (k < n) {
         struct ubj_buf *b = cache_find_locked(c, blkno + k);
         if (b == NULL || !(b->flags & UBJ_BUF_LOADED))
             break;
+        uint64_t t = cache_ra_ready_locked(c, b, &late);
+        *ready = t > *ready ? t : *ready;
+        late = false;   /* each block a late hit of its own */
         cache_hit_locked(c, b);
         c->stats.hits++;
         out[k++] = b;
@@ -1668,9 +1758,11 @@ static int cache_get_run(struct ubj_cache *c, uint64_t blkno, uint32_t n,
     if (n == 1)
         return cache_run_one(c, blkno, outer, dropped, out);
     pthread_mutex_lock(&c->lock);
-    uint32_t k = cache_run_hits_locked(c, blkno, n, out);
+    uint64_t ready;
+    uint32_t k = cache_run_hits_locked(c, blkno, n, out, &ready);
     if (k > 0 || cache_find_locked(c, blkno) != NULL) {
         pthread_mutex_unlock(&c->lock);
+        cache_ra_wait_ready(c, ready);
         return k > 0 ? (int)k : cache_run_one(c, blkno, outer, dropped, out);   /* loading: wait */
     }
     /* Claim buffers for the missing blocks from blkno on, in order, up to
@@ -1864,6 +1956,149 @@ int ubj_cache_readahead(struct ubj_cache *c, uint64_t blkno, uint32_t n, uint64_
     return rc < 0 ? rc : (int)read;   /* the device's error and message */
 }
 
+/* cache_ra_done -- the completion of an asynchronous read-ahead request
+ * (any thread, no lock held; maybe inside ubj_bdev_submit): copy a bounce
+ * buffer in, end the buffers' read as the synchronous read-ahead does
+ * (cache_ra_end_locked: CLEAN and read-ahead, or released after an
+ * error), give each its ready time, drop the claims, free the request if
+ * its submitter is done with it. */
+static void cache_ra_done(struct ubj_req *r)
+{
+    struct cache_ra_io *io = r->priv;
+    struct ubj_cache *c = io->c;
+    int rc = r->result;
+    if (rc == 0 && io->bounce != NULL)
+        for (uint32_t j = 0; j < io->m; j++)
+            memcpy(io->v[j]->data, (uint8_t *)io->bounce + (size_t)j * CACHE_BS,
+                   CACHE_BS);
+    pthread_mutex_lock(&c->lock);
+    uint64_t ready = r->clock != NULL ? r->t_complete : 0;
+    if (r->clock != NULL)
+        c->ra_clock = r->clock;
+    for (uint32_t j = 0; j < io->m; j++) {
+        io->v[j]->ra_io = NULL;
+        io->v[j]->ra_ready = rc == 0 ? ready : 0;
+    }
+    cache_ra_end_locked(c, io->v, io->m, rc, io->mark);
+    if (rc == 0)
+        cache_ra_put_locked(c, io->v, io->m);
+    if (io->prev != NULL)
+        io->prev->next = io->next;
+    else
+        c->ra_head = io->next;
+    if (io->next != NULL)
+        io->next->prev = io->prev;
+    assert(c->ra_inflight > 0);
+    c->ra_inflight--;
+    pthread_cond_broadcast(&c->io_cv);
+    bool last = --io->refs == 0;
+    pthread_mutex_unlock(&c->lock);
+    if (last) {
+        free(io->bounce);
+        free(io);
+    }
+}
+
+/* cache_ra_submit_locked -- send the claimed buffers v[0..m) (blocks
+ * v[0]'s onwards) as one asynchronous read; c->lock held on entry and
+ * return, dropped around the submission.  Returns 0 or -ENOMEM (the
+ * buffers released: nothing read). */
+static int cache_ra_submit_locked(struct ubj_cache *c, struct ubj_buf **v, uint32_t m,
+                                  uint64_t mark, uint64_t deadline_ns)
+{
+    struct cache_ra_io *io = malloc(sizeof *io + (size_t)m * sizeof io->v[0]);
+    bool adjacent = true;
+    for (uint32_t j = 1; j < m && adjacent; j++)
+        adjacent = v[j]->data == v[0]->data + (size_t)j * CACHE_BS;
+    void *bounce = NULL;
+    if (io == NULL ||
+        (!adjacent && posix_memalign(&bounce, CACHE_BS, (size_t)m * CACHE_BS) != 0)) {
+        free(io);
+        cache_ra_end_locked(c, v, m, -ENOMEM, mark);
+        return ubj_set_error(-ENOMEM, "cache: out of memory for a read-ahead");
+    }
+    io->c = c;
+    io->bounce = bounce;
+    io->mark = mark;
+    io->refs = 2;
+    io->m = m;
+    memcpy(io->v, v, (size_t)m * sizeof v[0]);
+    for (uint32_t j = 0; j < m; j++)
+        v[j]->ra_io = io;
+    io->prev = NULL;
+    io->next = c->ra_head;
+    if (c->ra_head != NULL)
+        c->ra_head->prev = io;
+    c->ra_head = io;
+    c->ra_inflight++;
+    c->stats.ra_reads++;
+    c->stats.ra_async++;
+    c->stats.ra_blocks += m;
+    ubj_req_init(&io->req, UBJ_REQ_READ, v[0]->d->blkno, m,
+                 bounce != NULL ? bounce : v[0]->data);
+    io->req.crit = UBJ_CRIT_LIMITED;
+    io->req.deadline_ns = deadline_ns;
+    io->req.done = cache_ra_done;
+    io->req.priv = io;
+    pthread_mutex_unlock(&c->lock);
+    int rc = ubj_bdev_submit(c->dev, &io->req);
+    if (rc < 0) {   /* rejected: never completed by the device */
+        io->req.result = rc;
+        io->req.clock = NULL;
+        cache_ra_done(&io->req);
+    }
+    /* the CPU share of a request the device completed in the submission
+     * (a NAND driver's time, as MTD's synchronous reads take it) */
+    pthread_mutex_lock(&c->lock);
+    struct ubj_clock *clk = NULL;
+    uint64_t until = 0;
+    if (io->req.state == UBJ_REQ_DONE && io->req.clock != NULL && io->req.t_cpu_ns > 0) {
+        clk = io->req.clock;
+        until = io->req.t_dispatch + io->req.t_cpu_ns;
+    }
+    bool last = --io->refs == 0;
+    pthread_mutex_unlock(&c->lock);
+    if (last) {
+        free(io->bounce);
+        free(io);
+    }
+    if (clk != NULL)
+        ubj_clock_wait_until(clk, until);
+    pthread_mutex_lock(&c->lock);
+    return 0;
+}
+
+/* ubj_cache_readahead_async -- see cache.h. */
+int ubj_cache_readahead_async(struct ubj_cache *c, uint64_t blkno, uint32_t n,
+                              uint64_t mark, uint64_t deadline_ns)
+{
+    if (n == 0 || blkno >= c->dev->nblocks || n > c->dev->nblocks - blkno)
+        return ubj_set_error(-EINVAL, "cache: read-ahead of blocks %llu+%u beyond "
+                             "the device (%llu blocks)", (unsigned long long)blkno,
+                             n, (unsigned long long)c->dev->nblocks);
+    uint32_t cap = c->nbufs / UBJ_CACHE_RUN_SHARE;
+    cap = cap > UBJ_CACHE_RUN_MAX ? UBJ_CACHE_RUN_MAX : cap > 0 ? cap : 1;
+    struct ubj_buf *v[UBJ_CACHE_RUN_MAX];
+    uint32_t done = 0, sent = 0;
+    int rc = 0;
+    pthread_mutex_lock(&c->lock);
+    while (done < n && sent < cap && rc == 0) {
+        if (cache_find_locked(c, blkno + done) != NULL) {
+            done++;   /* cached or being read: not ours */
+            continue;
+        }
+        uint32_t want = n - done < cap - sent ? n - done : cap - sent;
+        uint32_t m = cache_ra_claim_locked(c, blkno + done, want, v);
+        if (m == 0)
+            break;   /* no buffer without a write: read-ahead gives up */
+        rc = cache_ra_submit_locked(c, v, m, mark, deadline_ns);
+        done += m;
+        sent += rc == 0 ? m : 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc < 0 ? rc : (int)sent;
+}
+
 /* ubj_cache_ra_probe -- see cache.h. */
 unsigned ubj_cache_ra_probe(struct ubj_cache *c, uint64_t blkno, bool take_marker)
 {
@@ -1893,11 +2128,16 @@ int ubj_cache_lookup(struct ubj_cache *c, uint64_t blkno, struct ubj_buf **out)
             return -ENOENT;
         }
         if (b->flags & UBJ_BUF_LOADED) {
+            bool late = false;
+            uint64_t ready = cache_ra_ready_locked(c, b, &late);
             cache_hit_locked(c, b);
             pthread_mutex_unlock(&c->lock);
+            cache_ra_wait_ready(c, ready);
             *out = b;
             return 0;
         }
+        if (b->ra_io != NULL)
+            cache_ra_raise_locked(c, b->ra_io);
         cache_io_wait_locked(c);
     }
 }
@@ -1993,6 +2233,12 @@ void ubj_cache_test_read_hook(void (*fn)(void *, struct ubj_cache *, uint64_t),
 void ubj_cache_test_unlock_break(bool unlock_none)
 {
     cache_unlock_none = unlock_none;
+}
+
+/* ubj_cache_test_break_ra_ready -- see cache.h. */
+void ubj_cache_test_break_ra_ready(bool no_ready)
+{
+    cache_ra_no_ready = no_ready;
 }
 
 /* ubj_cache_test_break_nowait -- test builds: the broken variant
@@ -2606,6 +2852,16 @@ void ubj_cache_wait_writes(struct ubj_cache *c)
 {
     pthread_mutex_lock(&c->lock);
     while (c->io_inflight > 0)
+        cache_io_wait_locked(c);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ubj_cache_wait_readahead -- wait for every asynchronous read-ahead in
+ * flight (driving a queue below). */
+void ubj_cache_wait_readahead(struct ubj_cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->ra_inflight > 0)
         cache_io_wait_locked(c);
     pthread_mutex_unlock(&c->lock);
 }

@@ -113,6 +113,12 @@ struct ubj_buf {
                               bytes are stable (no write of it starts) */
     uint32_t defer_sweep;  /* [c->lock] the CLOCK sweep that last deferred
                               (or rolled back) its write; 0: none */
+    uint64_t ra_ready;     /* [c->lock] asynchronous read-ahead: its
+                              request's modeled completion, ns on the
+                              stack's clock, until a get finds the clock
+                              past it; 0: ready */
+    void *ra_io;           /* [c->lock] the asynchronous read-ahead request
+                              reading it, while one is in flight; NULL */
     struct ubj_bufdesc *d; /* == &c->desc[idx] */
     uint8_t *data;         /* == c->data + idx * 4096 */
 };
@@ -123,9 +129,14 @@ struct ubj_cache_stats {
     /* read-ahead (ubj_cache_readahead): blocks read ahead and the device
      * requests that read them; of those blocks, the ones got before they
      * were dropped (used), dropped (evicted, forgotten, invalidated)
-     * without a get (unused), and gets that found one still being read and
-     * waited for it (late; a late block is counted used too) */
+     * without a get (unused), and gets that found one still being read, or
+     * read asynchronously but not ready on the clock, and waited for it
+     * (late; a late block is counted used too) */
     uint64_t ra_blocks, ra_reads, ra_used, ra_unused, ra_late;
+    /* of ra_reads, those submitted asynchronously
+     * (ubj_cache_readahead_async); the clock time gets waited for an
+     * asynchronous read-ahead's ready time (late hits), ns */
+    uint64_t ra_async, ra_late_ns;
     uint64_t evictions;          /* buffers reused for another block */
     uint64_t writeback_blocks;   /* blocks written home by the cache */
     uint64_t writeback_data_bytes, writeback_meta_bytes;
@@ -427,6 +438,28 @@ void ubj_cache_wait_unlocked(struct ubj_cache *c, pthread_mutex_t *outer);
 int ubj_cache_readahead(struct ubj_cache *c, uint64_t blkno, uint32_t n, uint64_t mark,
                         pthread_mutex_t *outer, bool *dropped);
 
+/*
+ * ubj_cache_readahead_async -- as ubj_cache_readahead, but each stretch of
+ * missing blocks is one asynchronous read request (interface v2,
+ * time-limited: wanted by `deadline_ns` on the stack's clock) that nobody
+ * waits for.  Its buffers stay busy until the request's completion loads
+ * them (a get meanwhile waits for it -- a late hit -- and, over a request
+ * queue, raises it to time-critical and drives the queue); each buffer
+ * then carries its ready time, the request's modeled completion, and a get
+ * before that time waits on the clock until it (a late hit too).  The
+ * submitting thread is charged the request's CPU share (t_cpu_ns: a
+ * raw-NAND driver's programmed I/O) on the clock when the device
+ * completed it inside the submission (not through a queue).  Never
+ * releases a caller's lock, never waits for the device.  A failed read
+ * caches none of its blocks and reports nothing (read-ahead is advice: a
+ * get reads them again and meets the error).  Returns the number of
+ * blocks submitted (0: all cached or no buffer); -EINVAL (n 0 or beyond
+ * the device); -ENOMEM (nothing submitted for the stretch that failed).
+ * Thread-safe.
+ */
+int ubj_cache_readahead_async(struct ubj_cache *c, uint64_t blkno, uint32_t n,
+                              uint64_t mark, uint64_t deadline_ns);
+
 #define UBJ_RA_CACHED 0x1u   /* ubj_cache_ra_probe: blkno is cached (or being read) */
 #define UBJ_RA_MARKED 0x2u   /* ... and carries a read-ahead marker */
 /*
@@ -507,6 +540,11 @@ void ubj_cache_test_break_live(bool write_live);
  * their requests are submitted, without waiting for them (so a flush the
  * caller issues next may overtake them in a queue). */
 void ubj_cache_test_break_nowait(bool no_wait);
+/* ubj_cache_test_break_ra_ready -- test builds: the broken variant
+ * `ra-no-ready`: a get of a block an asynchronous read-ahead loaded does
+ * not wait for its ready time (the data is used before the device has
+ * delivered it on the clock; the late hit is still counted). */
+void ubj_cache_test_break_ra_ready(bool no_ready);
 #endif
 
 /* A buffer's descriptor and flags as ubj_cache_peek saw them under c->lock. */
@@ -665,6 +703,14 @@ uint64_t ubj_cache_take_cold_frozen(struct ubj_cache *c);
  * no lock a write's completion takes (c->lock, the mode's).
  */
 void ubj_cache_wait_writes(struct ubj_cache *c);
+
+/*
+ * ubj_cache_wait_readahead -- wait until no asynchronous read-ahead of the
+ * cache is in flight (driving a request queue below); its blocks are then
+ * loaded (their ready times may still lie ahead on the clock).  No clock
+ * wait.  Thread-safe; the caller holds no lock the completion takes.
+ */
+void ubj_cache_wait_readahead(struct ubj_cache *c);
 
 /* ubj_cache_stats_get -- counters since creation. */
 void ubj_cache_stats_get(struct ubj_cache *c, struct ubj_cache_stats *out);

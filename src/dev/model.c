@@ -171,6 +171,7 @@ static int model_time(struct model_dev *m, struct ubj_req *q, uint64_t t_arr,
         q->t_dispatch = r.t_start;
     }
     q->t_complete = r.t_done;
+    q->t_cpu_ns = r.cpu_ns;
     q->clock = m->clock;
     q->dev_flags_ |= DEVF_TIMED;
     return 0;

@@ -100,6 +100,8 @@ struct model_req {
                                device's busy time (charged per busy ns), W */
     uint64_t bg_busy_ns;    /* out: background work the model did before
                                t_start (destaging in an idle gap), ns */
+    uint64_t cpu_ns;        /* out: of [t_start, t_done], the submitting
+                               CPU's busy time (a NAND driver's), ns */
 };
 
 /* The operations of one device model. */

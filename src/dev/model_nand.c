@@ -377,6 +377,7 @@ static int nand_submit(void *impl, struct model_req *r, struct ubj_model_stats *
     n->free_at = r->t_done;
     r->energy_j = c.j;
     st->driver_ns += model_round_ns(c.drv_ns);
+    r->cpu_ns = model_round_ns(c.drv_ns);   /* MTD: the submitter's CPU */
     return 0;
 }
 

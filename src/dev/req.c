@@ -180,7 +180,7 @@ int dev_submit_queued(struct ubj_bdev *d, struct ubj_req *r, uint32_t flags)
         return rc;
     r->dev_flags_ = flags | DEVF_QUEUED;
     r->clock = NULL;
-    r->t_complete = 0;
+    r->t_complete = r->t_cpu_ns = 0;
     req_submit(d, r);
     return 0;
 }
@@ -195,7 +195,7 @@ int ubj_bdev_submit(struct ubj_bdev *d, struct ubj_req *r)
         return rc;
     r->dev_flags_ = 0;
     r->clock = NULL;
-    r->t_arrive = r->t_dispatch = r->t_complete = 0;
+    r->t_arrive = r->t_dispatch = r->t_complete = r->t_cpu_ns = 0;
     if (r->order != UBJ_ORDER_NONE && r->op == UBJ_REQ_WRITE &&
         (d->guarantees & UBJ_BDEV_VOLATILE_CACHE) && !req_stack_holds(d) &&
         (rc = req_preorder(d, r)) < 0) {

@@ -226,7 +226,7 @@ static void ofile_willneed(struct ubj_fs *fs, struct fs_iref *r, uint64_t first,
         if (fs_ext_map(fs, r, (uint32_t)lblk, max > chunk ? chunk : (uint32_t)max,
                        &pblk, &len) < 0)
             return;
-        if (pblk != 0 && fs_read_ahead(fs, pblk, len, UINT64_MAX) < 0)
+        if (pblk != 0 && ubj_cache_readahead_async(fs->cache, pblk, len, UINT64_MAX, 0) < 0)
             return;
         lblk += len;
     }

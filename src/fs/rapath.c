@@ -261,9 +261,13 @@ static void ra_window_use(struct fs_ra_stream *s, uint64_t page)
 }
 
 /* ra_read -- read pages [start, start + n) ahead, one cache call per
- * physically contiguous stretch (the marker on page `marker`), timing
- * each for adaptive's fit; FS_RESTART, else 0 (S3: errors dropped). */
-static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t marker)
+ * physically contiguous stretch (the marker on page `marker`): waited for,
+ * each timed for adaptive's fit -- or, `async` (a window wholly beyond
+ * the call), submitted time-limited and not waited for
+ * (ubj_cache_readahead_async: the reader meets its ready time when it gets
+ * there); FS_RESTART, else 0 (S3: errors dropped). */
+static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t marker,
+                   bool async)
 {
     struct ubj_fs *fs = c->fs;
     uint64_t mark = UINT64_MAX;
@@ -285,12 +289,15 @@ static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t ma
             uint32_t k = run > UBJ_CACHE_RUN_MAX ? UBJ_CACHE_RUN_MAX : (uint32_t)run;
             double e0 = ra_energy(c->md);
             uint64_t t0 = ra_now(c->md);
-            int rc = fs_read_ahead(fs, pblk, k, mark);
+            /* async: wanted from now on (the reader's pace is unknown;
+             * a late hit raises it to time-critical) */
+            int rc = async ? ubj_cache_readahead_async(fs->cache, pblk, k, mark, t0)
+                           : fs_read_ahead(fs, pblk, k, mark);
             if (rc == FS_RESTART)
                 return rc;
             if (rc > 0) {
                 fs->ra_energy_j += ra_energy(c->md) - e0;
-                if (rc == (int)k && c->md != NULL)   /* one request of k */
+                if (!async && rc == (int)k && c->md != NULL)   /* one request of k */
                     ra_fit_add(&fs->ra_fit, k, (double)(ra_now(c->md) - t0));
             }
             run = k;
@@ -308,7 +315,7 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
 {
     struct fs_ra_call *c = ctx;
     if (c->fs->ra_policy != FS_RA_ADAPTIVE)
-        return ra_read(c, start, n, marker);
+        return ra_read(c, start, n, marker, start >= c->last);
     uint64_t end = start + n, xs = start > c->last ? start : c->last;
     uint32_t x = end > xs ? (uint32_t)(end - xs) : 0;
     uint32_t keep = x ? ra_adaptive_len(c, x, start >= c->last) : 0;
@@ -317,9 +324,9 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
     if (keep > 0)
         ra_window_note(c->s, xs, keep);
     if (start <= c->last)   /* the window continues the call: one range */
-        return ra_read(c, c->cur, xs + keep - c->cur, marker);
-    int rc = ra_read(c, c->cur, c->last - c->cur, marker);
-    return rc == 0 && keep > 0 ? ra_read(c, xs, keep, marker) : rc;
+        return ra_read(c, c->cur, xs + keep - c->cur, marker, false);
+    int rc = ra_read(c, c->cur, c->last - c->cur, marker, false);
+    return rc == 0 && keep > 0 ? ra_read(c, xs, keep, marker, true) : rc;
 }
 
 static const struct fs_ra_ops ra_ops = {

@@ -1127,6 +1127,7 @@ int ubj_drop_caches(struct ubj_fs *fs)
     if (fs == NULL)
         return ubj_set_error(-EINVAL, "drop caches: no mount");
     fs_start(fs, 0, &h);
+    ubj_cache_wait_readahead(fs->cache);   /* its blocks land, then go */
     ubj_cache_invalidate(fs->cache);
     return fs_stop(fs, h, 0);
 }
@@ -1169,6 +1170,8 @@ void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out)
     out->ra_used = cs.ra_used;
     out->ra_unused = cs.ra_unused;
     out->ra_late = cs.ra_late;
+    out->ra_async_requests = cs.ra_async;
+    out->ra_late_wait_ns = cs.ra_late_ns;
     out->ra_unused_bytes = cs.ra_unused * UBJ_BS;
     out->ra_energy_j = fs->ra_energy_j;
     out->ra_unused_energy_j = cs.ra_blocks ? fs->ra_energy_j * (double)cs.ra_unused /
