@@ -274,9 +274,10 @@ struct ubj_req {
     uint64_t t_dispatch;      /* handed to the device below the queue, ns */
     uint64_t t_complete;      /* completed (modeled), ns */
     uint64_t t_cpu_ns;        /* of its service, the time the submitting
-                                 CPU is busy (a raw-NAND driver's
-                                 programmed I/O, as MTD's: 0 elsewhere), ns;
-                                 an asynchronous submitter is charged it */
+                                 CPU is busy (raw NAND: all of it, as MTD
+                                 polls the chip and moves the bytes by
+                                 programmed I/O; 0 elsewhere), ns; an
+                                 asynchronous submitter is charged it */
     /* -- the device layer's: do not touch -- */
     struct ubj_bdev *dev_;    /* the device executing it */
     void *qent_;              /* the queue's entry while queued */

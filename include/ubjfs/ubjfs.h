@@ -95,6 +95,12 @@ int ubj_format(struct ubj_bdev *dev, const struct ubj_format_opts *opts);
 /* Never change atime on reads (mount -o noatime; without it: relatime,
  * as Linux's default).  setattr still sets it when asked (touch -a). */
 #define UBJ_MOUNT_NOATIME  0x8u
+/* Read-ahead windows wholly beyond a read call are read synchronously, the
+ * reader waiting for them at the marker, instead of as asynchronous
+ * time-limited requests it meets later (the default, as Linux's
+ * page_cache_async_ra; docs/READAHEAD.md, "Asynchronous windows"): for
+ * side-by-side comparisons (`bench readahead --sync-windows`). */
+#define UBJ_MOUNT_RA_SYNC  0x10u
 
 struct ubj_config {
     uint32_t version;             /* 0 */

@@ -101,7 +101,7 @@ struct model_req {
     uint64_t bg_busy_ns;    /* out: background work the model did before
                                t_start (destaging in an idle gap), ns */
     uint64_t cpu_ns;        /* out: of [t_start, t_done], the submitting
-                               CPU's busy time (a NAND driver's), ns */
+                               CPU's busy time (NAND: all of it, MTD), ns */
 };
 
 /* The operations of one device model. */

@@ -315,7 +315,8 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
 {
     struct fs_ra_call *c = ctx;
     if (c->fs->ra_policy != FS_RA_ADAPTIVE)
-        return ra_read(c, start, n, marker, start >= c->last);
+        return ra_read(c, start, n, marker, start >= c->last &&
+                                            !(c->fs->flags & UBJ_MOUNT_RA_SYNC));
     uint64_t end = start + n, xs = start > c->last ? start : c->last;
     uint32_t x = end > xs ? (uint32_t)(end - xs) : 0;
     uint32_t keep = x ? ra_adaptive_len(c, x, start >= c->last) : 0;
@@ -326,7 +327,8 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
     if (start <= c->last)   /* the window continues the call: one range */
         return ra_read(c, c->cur, xs + keep - c->cur, marker, false);
     int rc = ra_read(c, c->cur, c->last - c->cur, marker, false);
-    return rc == 0 && keep > 0 ? ra_read(c, xs, keep, marker, true) : rc;
+    return rc == 0 && keep > 0
+           ? ra_read(c, xs, keep, marker, !(c->fs->flags & UBJ_MOUNT_RA_SYNC)) : rc;
 }
 
 static const struct fs_ra_ops ra_ops = {

@@ -725,7 +725,8 @@ static int super_config_check(struct ubj_bdev *dev, const struct ubj_config *cfg
         return ubj_set_error(-EINVAL, "mount: config version %u unknown",
                              cfg->version);
     if (cfg && (cfg->flags & ~(UBJ_MOUNT_RDONLY | UBJ_MOUNT_NO_TIMER |
-                               UBJ_MOUNT_SCRUB | UBJ_MOUNT_NOATIME)))
+                               UBJ_MOUNT_SCRUB | UBJ_MOUNT_NOATIME |
+                               UBJ_MOUNT_RA_SYNC)))
         return ubj_set_error(-EINVAL, "mount: unknown flags 0x%x", cfg->flags);
     return super_ra_policy(cfg, NULL, NULL);
 }

@@ -9,8 +9,8 @@
  *  - over a request queue the window stays queued until someone waits:
  *    the get drives the queue and raises the request (time-limited ->
  *    time-critical); destroying the cache with a window queued drains it;
- *  - on raw NAND the submitter is charged the driver's CPU time (MTD's
- *    reads occupy the CPU), not the chip's;
+ *  - on raw NAND the submitter is charged the whole request (MTD's reads
+ *    occupy the CPU: polled ready line, programmed I/O): nothing overlaps;
  *  - read-ahead takes only free or clean unreferenced buffers: a cache
  *    whose buffers are all dirty or referenced reads nothing ahead.
  */
@@ -173,8 +173,7 @@ static void test_queue_raise(void **st)
 /*
  * test_nand_cpu_share -- nand:slc (2 KiB pages: 2 page reads per 4 KiB
  * block): an asynchronous window of 4 blocks charges its submitter the
- * driver's 8 x 52 us, less than the whole request; the get waits for the
- * rest.
+ * whole request, at least the driver's 8 x 52 us; the get is not late.
  */
 static void test_nand_cpu_share(void **st)
 {
@@ -187,14 +186,12 @@ static void test_nand_cpu_share(void **st)
     uint64_t t0 = now_of(d);
     assert_int_equal(ubj_cache_readahead_async(c, 40, 4, UINT64_MAX, t0), 4);
     uint64_t t1 = now_of(d);
-    assert_int_equal(t1 - t0, 8u * 52000u);
+    assert_true(t1 - t0 > 8u * 52000u);   /* driver, tR and the bus */
     get_check(c, 40);
-    uint64_t t2 = now_of(d);
-
-    assert_true(t2 > t1);           /* tR and the bus: the chip's time */
+    assert_true(now_of(d) == t1);         /* ready: the submitter waited */
     struct ubj_cache_stats cs;
     ubj_cache_stats_get(c, &cs);
-    assert_int_equal(cs.ra_late, 1);
+    assert_int_equal(cs.ra_late, 0);
     ubj_cache_destroy(c);
     ubj_bdev_destroy(d);
 }
