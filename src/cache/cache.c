@@ -23,8 +23,12 @@
  * bracket, and raise them to time-critical when they wait.  A waiter
  * drives a request queue below (ubj_bdev_drain: on the virtual clock
  * nothing completes by itself) instead of sleeping
- * (cache_io_wait_locked).  Reads stay synchronous (ubj_bdev_read:
- * time-critical, waited for).
+ * (cache_io_wait_locked).  Reads of a miss or a run stay synchronous
+ * (ubj_bdev_read: time-critical, waited for); an asynchronous read-ahead
+ * window (ubj_cache_readahead_async) is a struct cache_ra_io submitted
+ * time-limited, completed by cache_ra_done in whichever thread completes
+ * it, its buffers then carrying their ready time (ra_ready: a get before
+ * it waits on the clock -- a late hit).
  *
  * Data structures [all protected by c->lock unless said otherwise]:
  *   desc[nbufs]    persistent descriptors (maybe caller memory, later NVM)
@@ -89,8 +93,9 @@
  *     before it retakes the caller's lock: a thread that waits on io_cv
  *     for that buffer while holding the caller's lock is never waited for.
  * 12. An io_busy buffer is never reused nor freed; io_busy is cleared, and
- *     c->io_cv broadcast, by the thread that set it -- for a write, by
- *     whichever thread completes its request (cache_io_done), or by the
+ *     c->io_cv broadcast, by the thread that set it -- for a write or an
+ *     asynchronous read-ahead, by whichever thread completes its request
+ *     (cache_io_done, cache_ra_done), or by the
  *     writer when write_begin deferred it.  So a buffer whose write is in
  *     flight stays cached: a read of its block is a hit on the newest
  *     bytes, never a re-read of the device's older ones (and below, a
@@ -99,6 +104,8 @@
  *     and not completed <= CACHE_IO_MAX; a batch's `pending` counts its
  *     own; destroy and set_hooks wait until io_inflight is 0 (a write
  *     keeps the hooks it started with: their ctx must outlive it).
+ *     ra_inflight == the cache_ra_io requests on ra_head; destroy waits
+ *     for it to be 0 too.  A buffer with ra_io set is RA_IO and io_busy.
  * 13. Stable snapshots: every write of a buffer that is not FROZEN goes
  *     from a snapshot segment copied after io_busy was set (the stable-
  *     buffer rule of cache.h: no writer changes the bytes meanwhile);
@@ -159,7 +166,8 @@
  *
  *   from        to          performed by
  *   FREE        CLEAN       cache_fill: a miss was read      (ubj_cache_get)
- *                           cache_ra_end_locked: read ahead  (ubj_cache_readahead)
+ *                           cache_ra_end_locked: read ahead  (ubj_cache_readahead;
+ *                           from cache_ra_done for ubj_cache_readahead_async)
  *   FREE        DIRTY       ubj_cache_mark_dirty of a NOREAD miss
  *   CLEAN       DIRTY       ubj_cache_mark_dirty
  *   DIRTY       CLEAN       cache_io_finish_locked (through

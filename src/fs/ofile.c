@@ -208,8 +208,9 @@ ubj_ino_t ubj_file_ino(const struct ubj_file *file)
 /* ---- fadvise -------------------------------------------------------------- */
 
 /* ofile_willneed -- read ahead the mapped blocks in [first, last] (block
- * numbers of the file): one fs_read_ahead per physically contiguous
- * stretch, as Linux's force_page_cache_readahead, under the mount lock;
+ * numbers of the file): one asynchronous read-ahead
+ * (ubj_cache_readahead_async) per physically contiguous stretch, as
+ * Linux's force_page_cache_readahead, under the mount lock;
  * read-ahead takes only free or clean unreferenced buffers and stops when
  * there are none.  Stops at the first error (ignored: advice). */
 static void ofile_willneed(struct ubj_fs *fs, struct fs_iref *r, uint64_t first,
