@@ -20,9 +20,13 @@ run 0 "$UBJ_TOOL" cp "$UBJ_SRC/README.md" "$img:/r"
 for cmd in "fsck -n $img" "ls $img:/" "cat $img:/r"; do
   hold=0.8
   [ "${cmd%% *}" = fsck ] && hold=2.2
-  flock "$img" sleep "$hold" &
+  rm -f "$tmp/held"
+  # the holder says when it has the lock (a fixed pause raced with a
+  # loaded machine: the tool could take the lock first and not wait)
+  flock "$img" sh -c 'touch "$1"; sleep "$2"' sh "$tmp/held" "$hold" &
   locker=$!
-  sleep 0.3
+  for _ in $(seq 600); do [ -e "$tmp/held" ] && break; sleep 0.05; done
+  [ -e "$tmp/held" ] || fail "the holder did not take the lock in 30 s"
   start=$(date +%s%N)
   # shellcheck disable=SC2086
   run 0 "$UBJ_TOOL" $cmd
@@ -54,8 +58,8 @@ os.close(fd)                  # the request loop has ended: unmarked
 time.sleep(float(sys.argv[3]) - float(sys.argv[2]))   # the final commit
 EOF
   holder=$!
-  for _ in $(seq 100); do grep -q held "$tmp/py" && break; sleep 0.05; done
-  grep -q held "$tmp/py" || fail "the marking holder did not start: $(cat "$tmp/py")"
+  for _ in $(seq 600); do grep -q held "$tmp/py" && break; sleep 0.05; done
+  grep -q held "$tmp/py" || fail "the marking holder did not start in 30 s: $(cat "$tmp/py")"
 }
 
 # a holder that marks the image as served: refused (after the grace), not
