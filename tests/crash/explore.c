@@ -485,6 +485,7 @@ static void test_minimize(void **state)
 #define test_broken_journal_commit_flush t_no_hooks
 #define test_broken_journal_ckpt_flush t_no_hooks
 #define test_minimize t_no_hooks
+#define test_broken_sync t_no_hooks
 #define test_broken_through t_no_hooks
 #endif /* UBJ_TEST_HOOKS */
 
