@@ -317,6 +317,8 @@ struct ubj_nvm_stats {
     uint64_t lines_read;      /* 64-byte lines read from the medium */
     uint64_t time_ns;         /* modeled time charged, ns */
     double energy_j;          /* joules */
+    uint64_t fills;           /* ubj_nvm_model_fill calls */
+    uint64_t lines_filled;    /* 64-byte lines a device read wrote */
 };
 
 /*
@@ -350,6 +352,16 @@ uint64_t ubj_nvm_model_flush(struct ubj_nvm_model *m, uint64_t off, size_t len);
 
 /* ubj_nvm_model_flush_lines -- the same for `nlines` whole lines. */
 uint64_t ubj_nvm_model_flush_lines(struct ubj_nvm_model *m, uint64_t nlines);
+
+/*
+ * ubj_nvm_model_fill -- charge a device read that wrote the lines covering
+ * [off, off + len) of the region (a cache miss or read-ahead filling a
+ * buffer that lives in NVM: the block device's DMA, not CPU stores):
+ * per line write_ns of time and write_pj_bit x 512 bits of energy, as a
+ * write-back of those lines.  Counted in fills / lines_filled, not in
+ * flushes.  len 0 charges nothing.  Returns the ns charged.
+ */
+uint64_t ubj_nvm_model_fill(struct ubj_nvm_model *m, uint64_t off, size_t len);
 
 /* ubj_nvm_model_fence -- charge a store fence (sfence, pmem_drain):
  * fence_ns.  Returns the ns charged. */

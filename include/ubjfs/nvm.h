@@ -186,12 +186,24 @@ void ubj_nvm_flush(struct ubj_nvm *r, const void *p, size_t len);
 int ubj_nvm_drain(struct ubj_nvm *r);
 /* ubj_nvm_persist -- flush [p, p+len) and drain. */
 int ubj_nvm_persist(struct ubj_nvm *r, const void *p, size_t len);
+/*
+ * ubj_nvm_filled -- a device read has written [p, p+len) of the region
+ * (a cache buffer filled from the block device by a miss or read-ahead:
+ * the device's DMA, not CPU stores, so no store is recorded and no
+ * persistence point made -- a CLEAN buffer needs none).  Counts
+ * bytes_filled and charges the cost model, if any, for writing those
+ * lines to the medium (ubj_nvm_model_fill).  Allowed on a read-only
+ * (private) mapping too: the cache still reads into it.  Thread-safe:
+ * the counter is updated atomically, the model takes its own lock.
+ */
+void ubj_nvm_filled(struct ubj_nvm *r, const void *p, size_t len);
 
 struct ubj_nvm_counters {
     uint64_t bytes_stored;    /* through copy/memset/store64 */
     uint64_t bytes_flushed;   /* cache lines written back x 64 */
     uint64_t flushes;         /* flush calls */
     uint64_t drains;          /* persistence points (drain, persist) */
+    uint64_t bytes_filled;    /* written by device reads (ubj_nvm_filled) */
 };
 /* ubj_nvm_counters_get -- counters since the region was opened. */
 void ubj_nvm_counters_get(const struct ubj_nvm *r, struct ubj_nvm_counters *out);

@@ -735,6 +735,16 @@ static void cache_snap_put_locked(struct ubj_cache *c, struct cache_snap *s)
 
 /* ---- writing home -------------------------------------------------------- */
 
+/* cache_filled -- tell the configured fill hook that the device wrote the
+ * data of v[0..m) (mode ubj charges the NVM writes).  Without c->lock. */
+static void cache_filled(const struct ubj_cache *c, struct ubj_buf *const *v, uint32_t m)
+{
+    if (c->cfg.fill == NULL)
+        return;
+    for (uint32_t j = 0; j < m; j++)
+        c->cfg.fill(c->cfg.fill_ctx, v[j]->data, CACHE_BS);
+}
+
 /* cache_clock_ns -- the configured clock for device waits, or 0. */
 static inline uint64_t cache_clock_ns(const struct ubj_cache *c)
 {
@@ -1501,6 +1511,8 @@ static int cache_fill(struct ubj_cache *c, struct ubj_buf *b, unsigned flags,
         cache_outer_release(c, b->d->blkno, outer, drop, dropped);
         t0 = cache_clock_ns(c);
         rc = ubj_bdev_read(c->dev, b->d->blkno, 1, b->data);
+        if (rc == 0)
+            cache_filled(c, &b, 1);
     }
     pthread_mutex_lock(&c->lock);
     if (!(flags & UBJ_GET_NOREAD))
@@ -1712,11 +1724,11 @@ static uint32_t cache_run_hits_locked(struct ubj_cache *c, uint64_t blkno, uint3
     return k;
 }
 
-/* cache_run_read -- read the claimed buffers v[0..m) (blocks v[0]'s
+/* cache_run_read_dev -- read the claimed buffers v[0..m) (blocks v[0]'s
  * onwards) in one device request: into the pool when their buffers are
  * adjacent there, else through a bounce buffer; one request per block
  * if that cannot be allocated.  Called without c->lock. */
-static int cache_run_read(struct ubj_cache *c, struct ubj_buf **v, uint32_t m)
+static int cache_run_read_dev(struct ubj_cache *c, struct ubj_buf **v, uint32_t m)
 {
     uint64_t blkno = v[0]->d->blkno;
     bool adjacent = true;
@@ -1737,6 +1749,15 @@ static int cache_run_read(struct ubj_cache *c, struct ubj_buf **v, uint32_t m)
     for (uint32_t j = 0; rc == 0 && j < m; j++)
         memcpy(v[j]->data, (uint8_t *)bounce + (size_t)j * CACHE_BS, CACHE_BS);
     free(bounce);
+    return rc;
+}
+
+/* cache_run_read -- cache_run_read_dev, then the fill hook. */
+static int cache_run_read(struct ubj_cache *c, struct ubj_buf **v, uint32_t m)
+{
+    int rc = cache_run_read_dev(c, v, m);
+    if (rc == 0)
+        cache_filled(c, v, m);
     return rc;
 }
 
@@ -1979,6 +2000,8 @@ static void cache_ra_done(struct ubj_req *r)
         for (uint32_t j = 0; j < io->m; j++)
             memcpy(io->v[j]->data, (uint8_t *)io->bounce + (size_t)j * CACHE_BS,
                    CACHE_BS);
+    if (rc == 0)
+        cache_filled(c, io->v, io->m);
     pthread_mutex_lock(&c->lock);
     uint64_t ready = r->clock != NULL ? r->t_complete : 0;
     if (r->clock != NULL)

@@ -186,6 +186,13 @@ struct ubj_cache_config {
      * without c->lock from the waiting thread.  NULL: not timed. */
     uint64_t (*clock_ns)(void *clock_ctx);
     void *clock_ctx;
+    /* Called (without c->lock, by whichever thread ends the read) after
+     * the device wrote len bytes of buffer data at `data` (a miss, a run,
+     * read-ahead, synchronous or not): a mode whose data_mem is an NVM
+     * region charges those writes (mode ubj: ubj_nvm_filled).  NULL:
+     * nothing to charge (DRAM). */
+    void (*fill)(void *fill_ctx, const void *data, size_t len);
+    void *fill_ctx;
 };
 
 /* ---- write hooks (docs/DESIGN.md, "Cache write hooks") ------------------- */

@@ -165,6 +165,31 @@ uint64_t ubj_nvm_model_flush_lines(struct ubj_nvm_model *m, uint64_t nlines)
     return nvm_wait(m, t);
 }
 
+/* nvm_lines_charge -- one call moving `lines` lines of the medium, each
+ * costing ns and pj_bit x 512: count the call and the lines. */
+static uint64_t nvm_lines_charge(struct ubj_nvm_model *m, uint64_t *calls,
+                                 uint64_t *nlines, uint64_t lines, double ns,
+                                 double pj_bit)
+{
+    pthread_mutex_lock(&m->lock);
+    (*calls)++;
+    *nlines += lines;
+    uint64_t t = nvm_charge(m, (double)lines * ns,
+                            (double)lines * NVM_LINE_BITS * pj_bit);
+    pthread_mutex_unlock(&m->lock);
+    return nvm_wait(m, t);
+}
+
+/* ubj_nvm_model_fill -- charge a device read's writes into the region. */
+uint64_t ubj_nvm_model_fill(struct ubj_nvm_model *m, uint64_t off, size_t len)
+{
+    uint64_t lines = nvm_lines(off, len);
+    if (lines == 0)
+        return 0;
+    return nvm_lines_charge(m, &m->st.fills, &m->st.lines_filled, lines,
+                            m->p.write_ns, m->p.write_pj_bit);
+}
+
 /* ubj_nvm_model_fence -- charge a store fence. */
 uint64_t ubj_nvm_model_fence(struct ubj_nvm_model *m)
 {
@@ -178,14 +203,8 @@ uint64_t ubj_nvm_model_fence(struct ubj_nvm_model *m)
 /* ubj_nvm_model_read -- charge reading a range from the medium. */
 uint64_t ubj_nvm_model_read(struct ubj_nvm_model *m, uint64_t off, size_t len)
 {
-    uint64_t lines = nvm_lines(off, len);
-    pthread_mutex_lock(&m->lock);
-    m->st.reads++;
-    m->st.lines_read += lines;
-    uint64_t t = nvm_charge(m, (double)lines * m->p.read_ns,
-                            (double)lines * NVM_LINE_BITS * m->p.read_pj_bit);
-    pthread_mutex_unlock(&m->lock);
-    return nvm_wait(m, t);
+    return nvm_lines_charge(m, &m->st.reads, &m->st.lines_read, nvm_lines(off, len),
+                            m->p.read_ns, m->p.read_pj_bit);
 }
 
 /* ubj_nvm_model_stats -- snapshot of the counters. */

@@ -1143,6 +1143,7 @@ void ubj_fs_stats_get(struct ubj_fs *fs, struct ubj_fs_stats *out)
     if (!fs)
         return;
     fs_start(fs, 0, &h);
+    (void)ubj_txn_stats(&fs->txn);   /* the mode's live counters */
     ubj_cache_stats_get(fs->cache, &cs);
     ubj_bdev_stats_get(fs->dev, &ds);
     out->cache_hits = cs.hits;

@@ -15,7 +15,8 @@
  *
  * Invariants: P1 every pointer passed lies inside the mapping (asserted);
  * P2 store64 targets are 8-byte aligned (asserted); P3 a read-only region
- * never gets here (asserted); P4 stats count every call.
+ * never gets here (asserted); P4 stats count every call.  Device reads
+ * into the region (ubj_nvm_filled) are counted and charged, not stored.
  */
 #include <assert.h>
 #include <errno.h>
@@ -142,8 +143,25 @@ struct ubj_nvm_model *ubj_nvm_get_model(const struct ubj_nvm *r)
     return r->model;
 }
 
-/* ubj_nvm_counters_get -- a copy of the counters. */
+/* ubj_nvm_filled -- count and charge a device read into the region.
+ * Called by whichever thread ends a read (no mount lock): the counter is
+ * atomic, the model has its own lock; the shadow recorder is not told
+ * (nothing was stored through the CPU, nothing needs persisting). */
+void ubj_nvm_filled(struct ubj_nvm *r, const void *p, size_t len)
+{
+    assert((const uint8_t *)p >= r->base && nvm_off(r, p) + len <= r->map_len);
+    __atomic_fetch_add(&r->stats.bytes_filled, (uint64_t)len, __ATOMIC_RELAXED);
+    if (r->model != NULL)
+        ubj_nvm_model_fill(r->model, nvm_off(r, p), len);
+}
+
+/* ubj_nvm_counters_get -- a copy of the counters (bytes_filled read
+ * atomically: device reads end on other threads). */
 void ubj_nvm_counters_get(const struct ubj_nvm *r, struct ubj_nvm_counters *out)
 {
-    *out = r->stats;
+    out->bytes_stored = r->stats.bytes_stored;
+    out->bytes_flushed = r->stats.bytes_flushed;
+    out->flushes = r->stats.flushes;
+    out->drains = r->stats.drains;
+    out->bytes_filled = __atomic_load_n(&r->stats.bytes_filled, __ATOMIC_RELAXED);
 }

@@ -109,7 +109,7 @@ static double or_now(void)
 /* or_usage -- the --help text. */
 static void or_usage(void)
 {
-    printf("Usage: %s bench ordering [OPTIONS]\n"
+    printf("Usage: %s ordering [OPTIONS]\n"
            "The metadata-ordering study (seed 003, Ganger & Patt; issue 21): per\n"
            "workload x users x consistency mode, one harness run on hdd:hp_c2249a\n"
            "(write cache off) on the virtual clock (users serialised), then ganger\n"

@@ -691,7 +691,7 @@ static void ra_check_adaptive(FILE *f, const struct ra_args *a, const struct ra_
 /* ra_usage -- the --help text. */
 static void ra_usage(void)
 {
-    printf("Usage: %s bench readahead [OPTIONS]\n"
+    printf("Usage: %s readahead [OPTIONS]\n"
            "The read-ahead study (issue 19, seed 002): per device model x access\n"
            "pattern x call size x read-ahead policy, one cold-cache run on the virtual\n"
            "clock: mean and p99 modeled time per call, total time, device energy and\n"

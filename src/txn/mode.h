@@ -345,6 +345,13 @@ struct ubj_mode_ops {
      * the dirty() of that change.  0 or -errno (the operation fails).
      */
     int (*event)(struct ubj_handle *h, const struct ubj_event *ev);
+    /*
+     * stats: optional (NULL: t->stats is always current).  Bring t->stats
+     * up to date with counters that move outside commits (UBJ: a device
+     * read into the region charges the NVM model, cache.h's fill hook).
+     * Called by ubj_txn_stats only, with the mount lock held.
+     */
+    void (*stats)(struct ubj_txn *t);
 };
 
 struct ubj_txn_stats {
@@ -473,6 +480,9 @@ int ubj_txn_forget(struct ubj_handle *h, uint64_t blkno);
 int ubj_txn_stop(struct ubj_handle *h);
 int ubj_txn_commit(struct ubj_txn *t, unsigned flags);
 int ubj_txn_tick(struct ubj_txn *t);
+/* ubj_txn_stats -- t->stats, brought up to date by the mode (ops->stats);
+ * the mount lock held.  Returns &t->stats. */
+const struct ubj_txn_stats *ubj_txn_stats(struct ubj_txn *t);
 /* ubj_txn_reclaim -- the reclaim hook the mode registered with the cache,
  * called now (ubj_cache_reclaim) and traced: what the cache calls when it
  * has no room; for tests that want a reclaim at a chosen point.  The file

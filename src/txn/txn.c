@@ -304,6 +304,15 @@ int ubj_txn_tick(struct ubj_txn *t)
     return rc;
 }
 
+/* ubj_txn_stats -- the mode's counters, up to date. */
+const struct ubj_txn_stats *ubj_txn_stats(struct ubj_txn *t)
+{
+    assert(t != NULL && t->ops != NULL);
+    if (t->ops->stats != NULL)
+        t->ops->stats(t);
+    return &t->stats;
+}
+
 /* ubj_txn_reclaim -- the mode's reclaim hook, now (tests). */
 int ubj_txn_reclaim(struct ubj_txn *t)
 {

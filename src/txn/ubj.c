@@ -1026,4 +1026,5 @@ const struct ubj_mode_ops ubj_mode_ubj = {
     .error = ubjm_error,
     .release = ubjm_release,
     .view = ubjm_view,
+    .stats = ubjm_sync_stats,
 };

@@ -315,6 +315,13 @@ static int ubjm_check_region(const struct ubj_config *cfg,
                          (unsigned long long)rid);
 }
 
+/* ubjm_fill -- the cache's fill hook: the device wrote a buffer of the
+ * region (a miss or read-ahead), which costs NVM writes. */
+static void ubjm_fill(void *ctx, const void *data, size_t len)
+{
+    ubj_nvm_filled(ctx, data, len);
+}
+
 /* ubjm_prepare -- attach the mount's region; the cache lives in it.
  * Its NVM cost model (nvm_profile) runs on the clock of the device's
  * timed model, if there is one: NVM time then passes on the same clock as
@@ -350,6 +357,8 @@ int ubjm_prepare(const struct ubj_config *cfg, const struct ubj_mode_image *img,
     cc->nbufs = ubj_nvm_get_layout(r)->nbufs;
     cc->desc_mem = ubj_nvm_desc(r);
     cc->data_mem = ubj_nvm_data(r);
+    cc->fill = ubjm_fill;            /* a device read into the region: */
+    cc->fill_ctx = r;                /* NVM writes, charged */
     cc->flags |= UBJ_CACHE_ADOPT;
     struct ubjm_prep *p = calloc(1, sizeof *p);
     if (p == NULL) {

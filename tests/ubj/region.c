@@ -460,6 +460,65 @@ static void test_cost_model(void **state)
     unlink(p);
 }
 
+/* fill_read -- remount dev over region p with nvm_profile sttmram (write
+ * 50 ns per line) and read policy `ra`, read /f (64 KiB) cold, return the
+ * NVM time charged meanwhile and the blocks the device wrote into the
+ * region (misses + read-ahead). */
+static void fill_read(struct ubj_bdev *dev, const char *p, const char *ra,
+                      uint64_t *ns, uint64_t *blocks)
+{
+    struct ubj_fs *fs;
+    struct ubj_config cfg = { .flags = UBJ_MOUNT_NO_TIMER | UBJ_MOUNT_NOATIME,
+                              .nvm_path = p, .nvm_profile = "sttmram",
+                              .readahead = ra };
+    assert_ok(ubj_mount(dev, &cfg, &fs));
+    ubj_ino_t ino = tpath_ino(fs, "/f");
+    assert_true(ino != 0);
+    struct ubj_fs_stats a, b;
+    ubj_fs_stats_get(fs, &a);
+    static char buf[65536];
+    for (size_t off = 0; off < sizeof buf; off += 4096)
+        assert_int_equal(ubj_pread(fs, ino, buf + off, 4096, off), 4096);
+    ubj_fs_stats_get(fs, &b);
+    *ns = b.nvm_model_ns - a.nvm_model_ns;
+    *blocks = (b.cache_misses - a.cache_misses) + (b.ra_blocks - a.ra_blocks);
+    assert_ok(ubj_unmount(fs));
+}
+
+/* a device read into a buffer of the region is an NVM write: every block
+ * a miss or read-ahead brings in is charged 64 lines of write_ns, and
+ * nothing else is charged by a read with atime off (broken: no fill hook
+ * -> 0 ns) */
+static void test_fill_charged(void **state)
+{
+    (void)state;
+    char p[256];
+    fresh(p, sizeof p, "fill");
+    struct ubj_bdev *dev;
+    assert_int_equal(ubj_bdev_ram_create(2048, &dev), 0);
+    struct ubj_format_opts fo = { .mode = UBJ_MODE_UBJ };
+    assert_ok(ubj_format(dev, &fo));
+    struct ubj_fs *fs;
+    struct ubj_config cfg = { .flags = UBJ_MOUNT_NO_TIMER, .nvm_path = p,
+                              .nvm_flags = UBJ_NVM_FORMAT };
+    assert_ok(ubj_mount(dev, &cfg, &fs));
+    static char data[65536];
+    memset(data, 'f', sizeof data);
+    assert_ok(tpath_put(fs, "/f", data, sizeof data));
+    assert_ok(ubj_unmount(fs));           /* checkpointed: /f is read cold */
+    const char *pol[] = { "off-page", "linux" };   /* misses; read-ahead */
+    for (int i = 0; i < 2; i++) {
+        uint64_t ns, blocks;
+        fill_read(dev, p, pol[i], &ns, &blocks);
+        print_message("%s: %llu blocks filled, %llu ns\n", pol[i],
+                      (unsigned long long)blocks, (unsigned long long)ns);
+        assert_true(blocks >= 16);        /* the file's 16 blocks at least */
+        assert_int_equal(ns, blocks * 64 * 50);
+    }
+    ubj_bdev_destroy(dev);
+    unlink(p);
+}
+
 /* an image left mounted by mode ubj names its region: another mode, a new
  * region or another region of the same image is refused (they would serve
  * the image without its last commits); its own region recovers them */
@@ -583,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_shadow),
         cmocka_unit_test(test_mount_config),
         cmocka_unit_test(test_cost_model),
+        cmocka_unit_test(test_fill_charged),
         cmocka_unit_test(test_unclean_names_region),
         cmocka_unit_test(test_stale_region_copy),
     };
