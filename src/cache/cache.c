@@ -14,10 +14,17 @@
  * in flight per cache.  CLOCK's write of a dirty victim is not waited for
  * (the hand moves on; the buffer is io_busy until it completes) -- except
  * on a stack with a request queue (c->drives), where the getter waits for
- * it as write_home does: left in the queue until someone drives it, such
- * victims made iozone's sequential write phase on queue:fcfs@hdd:
- * modern7200,write_cache=0 take 308 s of virtual time against 7.0 s on
- * the bare model (docs/PERFORMANCE.md); why is not understood yet.
+ * it as write_home does.  Why: a bare model completes a write inside its
+ * submission, so the hand's second look finds the victim CLEAN and takes
+ * it -- one victim write per miss; a queue holds the write until someone
+ * drives it, so the hand moves on and writes the next dirty buffer too,
+ * up to CACHE_IO_MAX single-block writes per miss, and sweeps the whole
+ * dirty cache out a block per request ahead of the coalesced runs of
+ * write-back (iozone, mode none, queue:fcfs@hdd:modern7200,write_cache=0:
+ * 73 666 victim writes against 48 bare, each a rotation: 648 s of
+ * virtual time against 47 s; docs/PERFORMANCE.md).  Waiting for the
+ * victim, as the getter that needs that buffer must, restores one write
+ * per miss.
  * Write-back, write_home and write_bufs wait for their own requests (a
  * struct cache_batch), on the model's clock too outside the asynchronous
  * bracket, and raise them to time-critical when they wait.  A waiter
@@ -1145,8 +1152,8 @@ static bool cache_clock_dirty_locked(struct ubj_cache *c, struct ubj_buf *b,
 {
     int verdict;
     /* not waited for -- but over a request queue it is (see the header:
-     * unwaited victims held in a queue made a sequential stream 44 times
-     * slower on the virtual clock; cause not found yet) */
+     * unwaited, the hand would write every dirty buffer it passes while
+     * the first write sits in the queue, one block per request) */
     struct cache_batch bt = cache_batch_init();
     uint64_t t0 = cache_clock_ns(c);
     int rc = cache_write_one_locked(c, b, wflags, c->drives ? &bt : NULL, &verdict);
