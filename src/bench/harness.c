@@ -1030,6 +1030,9 @@ static void run_metrics(struct bh_run *r, const struct run_base *b,
     out->dev_reads = d.reads - b->dev.reads;
     out->dev_writes = d.writes - b->dev.writes;
     out->dev_flush_reqs = d.flushes - b->dev.flushes;
+    out->ra_blocks = s.ra_blocks - b->fs.ra_blocks;
+    out->ra_used = s.ra_used - b->fs.ra_used;
+    out->ra_late = s.ra_late - b->fs.ra_late;
     run_users(r, out);
 }
 

@@ -175,6 +175,10 @@ struct bh_result {
                                     end of its last transaction of this one:
                                     the phases of a process add up to its
                                     user_ns */
+    /* added for the read-ahead study (issue 19), of the timed phase: */
+    uint64_t ra_blocks;          /* blocks read ahead (ubj_fs_stats) */
+    uint64_t ra_used;            /* ... read by a call before eviction */
+    uint64_t ra_late;            /* reads that met a read-ahead not yet done */
 };
 
 struct bh_run;   /* one run in progress (harness.c) */

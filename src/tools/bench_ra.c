@@ -420,6 +420,11 @@ static int ra_sql_run(const char *spec, const char *pol, enum ra_pat p, struct r
     c->p99_ns = r.lat_p99_ns;
     c->energy_j = r.energy_dev_j;
     c->mj_per_mib = c->bytes ? c->energy_j * 1e3 / ((double)c->bytes / 1048576.0) : 0;
+    c->dev_reads = r.dev_reads;
+    c->ra_issued = r.ra_blocks;
+    c->ra_used = r.ra_used;
+    c->ra_wasted = r.ra_blocks > r.ra_used ? r.ra_blocks - r.ra_used : 0;
+    c->ra_late = r.ra_late;
     return 0;
 }
 

@@ -50,6 +50,8 @@ assert cell[("ssd:emmc", "sequential", "4", "off-page")]["dev_reads"] == "1024"
 for dev in ("nand:slc", "nand:mlc"):   # the seed's random effect through SQLite
     pt = {p: int(cell[(dev, "sql-point", "4", p)]["total_ns"]) for p in ("off", "linux-2013")}
     assert pt["linux-2013"] > pt["off"], pt
+    q = cell[(dev, "sql-point", "4", "linux-2013")]   # the harness's counters
+    assert int(q["dev_reads"]) > 0 and int(q["ra_wasted"]) > 0, q
 PY
 run 0 "$UBJ_TOOL" bench readahead -q -d nand:slc -d ssd:emmc --pattern random \
   --pattern sql-point --csv "$tmp/b.csv"
