@@ -244,6 +244,18 @@ struct fs_ra_stream *fs_ra_stream(struct ubj_fs *fs, ubj_ino_t ino,
 void fs_ra_call_begin(struct fs_ra_call *c, struct ubj_fs *fs, struct fs_iref *r,
                       struct fs_ra_stream *s, uint64_t off, uint64_t end);
 int fs_ra_step(struct fs_ra_call *c, uint64_t page);
+/* ---- raadapt.c: the adaptive policy's decisions ---- */
+uint64_t fs_ra_now(struct ubj_bdev *md);
+void fs_ra_fit_add(struct fs_ra_fit *f, double k, double t);
+uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead);
+void fs_ra_window_note(struct fs_ra_stream *s, uint64_t start, uint32_t n);
+void fs_ra_adaptive_step(struct fs_ra_call *c, uint64_t page);
+#if UBJ_TEST_HOOKS
+/* fs_ra_test_break_nocost -- test builds: the broken variant `ra-no-cost`:
+ * adaptive never asks the device for its declared cost and measures it
+ * instead, exploring (as before the cost query existed). */
+void fs_ra_test_break_nocost(bool no_cost);
+#endif
 /* fs_pread_stream -- ubj_pread through stream `own` (NULL: the inode's
  * default) with the open file's advice (file.c). */
 ssize_t fs_pread_stream(struct ubj_fs *fs, ubj_ino_t ino, struct fs_ra_stream *own,

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -314,44 +315,145 @@ static ubj_ino_t ra_on_model(struct tfs *t, const char *kind, const char *prof,
     return ino;
 }
 
-/* test_adaptive -- 128 sequential 4 KiB reads.  While the cost fit
- * cannot tell a from b, adaptive explores with windows of 1, 2, 4 ...
- * pages beyond the call.  On ssd:emmc (74.5 us a request against 16.4 us
- * a block, every window used) it then reads linux's windows: 160 blocks
- * in 9 requests (one more than linux: the cut first window), refusing
- * none; on nand:slc (no per-request cost: the fit's a is ~0 after 3
- * requests) it refuses every later window and reads the calls' pages
- * alone: 128 blocks in 122 requests, none wasted. */
+/* ra_drop_model -- unmount, destroy t's model device and keep the RAM
+ * device under it; remount with the default policy and remove "ra". */
+static void ra_drop_model(struct tfs *t)
+{
+    assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    if (ubj_model_is_model(t->dev)) {
+        struct ubj_bdev *ram = t->dev->lower;   /* the model goes, RAM stays */
+        t->dev->lower = NULL;
+        ubj_bdev_destroy(t->dev);
+        t->dev = ram;
+    }
+    ra_mount(t, NULL);
+    assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
+}
+
+/* One adaptive case: 4 KiB reads of pages 0, step, 2 step ... below 128
+ * on a device (kind NULL: the plain RAM device), and what the device
+ * then did. */
+struct ra_adcase {
+    const char *kind, *prof;
+    unsigned step;
+    uint64_t blocks, reads;
+    bool gated;
+};
+
+/* ra_adaptive_case -- run one case; returns whether it came out as
+ * expected (printing what it did). */
+static bool ra_adaptive_case(struct tfs *t, const struct ra_adcase *k)
+{
+    ubj_ino_t ino;
+    if (k->kind != NULL) {
+        ino = ra_on_model(t, k->kind, k->prof, "adaptive");
+    } else {
+        ino = ra_file(t, RA_FILE_PAGES, "adaptive");
+    }
+    for (uint64_t p = 0; p < 128; p += k->step)
+        ra_read_pages(t, ino, p, p + 1);
+    struct ubj_fs_stats s = ra_stats(t);
+    struct ubj_bdev_stats ds;
+    ubj_bdev_stats_get(t->dev, &ds);
+    fprintf(stderr, "  %s:%s step %u: %llu reads, %llu blocks, %llu refused\n",
+            k->kind ? k->kind : "ram", k->prof ? k->prof : "-", k->step,
+            (unsigned long long)ds.reads, (unsigned long long)(ds.bytes_read / UBJ_BS),
+            (unsigned long long)t->fs->ra_gated);
+    return ds.bytes_read == k->blocks * UBJ_BS && ds.reads == k->reads &&
+           (t->fs->ra_gated > 0) == k->gated && (k->step > 1 || s.ra_unused == 0);
+}
+
+/* The cases (docs/READAHEAD.md, "The adaptive policy"): with the cost the
+ * model declares adaptive never explores.  ssd:emmc (a 74.5 us, b 16.4
+ * us): sequential, linux's windows from the first call, the cap grown to
+ * 64 pages (8 a / b = 36): 160 blocks in 6 requests; strided (every
+ * other page, r = 1, gap 1: u = 1/2, gain 37 us > 2 x loss 16.4 us) it
+ * reads the skipped pages too, in windows: 128 blocks in 7 requests.
+ * nand:slc (a = 0): every window refused, the calls' pages alone: 128
+ * and 64 requests of one block.  hdd:modern7200 with the drive's
+ * read-ahead off (a sequential follow-on costs a turn, 8.3 ms, against
+ * 29 us a block): the cap grows to 256 pages, past linux's 32, so the
+ * ramp goes 4, 16, 32, 64, 128 (linux: 4, 8, 16, 32, 32 ...): 160
+ * blocks in 5 requests (linux: 8).  A plain RAM device (no model, no
+ * cost, no clock): linux's windows, 160 blocks in 8 requests. */
+static const struct ra_adcase ra_adcases[] = {
+    { "ssd", "emmc", 1, 160, 6, false },
+    { "ssd", "emmc", 2, 160, 7, false },
+    { "nand", "slc", 1, 128, 128, true },
+    { "nand", "slc", 2, 64, 64, true },
+    { "hdd", "modern7200,readahead_sectors=0", 1, 160, 5, false },
+    { NULL, NULL, 1, 160, 8, false },
+};
+#define RA_NADCASES (sizeof ra_adcases / sizeof ra_adcases[0])
+
+/* test_adaptive -- every case of ra_adcases as expected. */
 static void test_adaptive(void **state)
 {
     struct tfs *t = TFS(state);
-    static const struct { const char *kind, *prof; uint64_t blocks, reads; bool gated; }
-    cases[] = {
-        { "ssd", "emmc", 160, 9, false }, { "nand", "slc", 128, 122, true },
+    for (size_t i = 0; i < RA_NADCASES; i++) {
+        if (i > 0)
+            ra_drop_model(t);
+        assert_true(ra_adaptive_case(t, &ra_adcases[i]));
+    }
+}
+
+/* test_broken_nocost -- the broken variant ra-no-cost (adaptive ignores
+ * the declared cost and explores): the cases on ssd:emmc and nand:slc
+ * are caught. */
+static void test_broken_nocost(void **state)
+{
+#if UBJ_TEST_HOOKS
+    struct tfs *t = TFS(state);
+    fs_ra_test_break_nocost(true);
+    unsigned caught = 0;
+    for (size_t i = 0; i < 4; i++) {
+        if (i > 0)
+            ra_drop_model(t);
+        caught += !ra_adaptive_case(t, &ra_adcases[i]);
+    }
+    fs_ra_test_break_nocost(false);
+    assert_int_equal(caught, 4);
+#else
+    (void)state;
+    skip();   /* the broken variant is compiled into test builds only */
+#endif
+}
+
+/* test_read_cost -- ubj_model_read_cost: the profiles' figures (ssd:emmc
+ * 74.5 us + 16.4 us a block; nand:slc no per-request term, 323 us a
+ * block; hdd:modern7200 with its read-ahead off: a sequential follow-on
+ * a turn, 8.33 ms, with it on a buffer hit, far more than either),
+ * forwarded through a wrapper above the model, -EOPNOTSUPP on a plain
+ * device, -EINVAL on NULL. */
+static void test_read_cost(void **state)
+{
+    struct tfs *t = TFS(state);
+    struct ubj_model_rcost k;
+    assert_rc(ubj_model_read_cost(t->dev, 0, &k), -EOPNOTSUPP);
+    assert_rc(ubj_model_read_cost(NULL, 0, &k), -EINVAL);
+    static const struct { const char *kind, *prof; double a0_us, afar_us, b_us; } cases[] = {
+        { "ssd", "emmc", 74.5, 74.5, 16.4 },
+        { "nand", "slc", 0, 0, 323.0 },
+        { "hdd", "modern7200,readahead_sectors=0", 8333.3, -1, 28.8 },
     };
-    for (size_t i = 0; i < 2; i++) {
-        if (i > 0) {
-            assert_ok(ubj_unmount(t->fs));
-            t->fs = NULL;
-            struct ubj_bdev *ram = t->dev->lower;   /* the model goes, RAM stays */
-            t->dev->lower = NULL;
-            ubj_bdev_destroy(t->dev);
-            t->dev = ram;
-            ra_mount(t, NULL);
-            assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
-        }
-        ubj_ino_t ino = ra_on_model(t, cases[i].kind, cases[i].prof, "adaptive");
-        ra_read_pages(t, ino, 0, 128);
-        struct ubj_fs_stats s = ra_stats(t);
-        fprintf(stderr, "  %s:%s: %llu reads, %llu blocks, %llu refused\n",
-                cases[i].kind, cases[i].prof, (unsigned long long)ra_reads(t),
-                (unsigned long long)s.ra_blocks, (unsigned long long)t->fs->ra_gated);
-        struct ubj_bdev_stats ds;
-        ubj_bdev_stats_get(t->dev, &ds);
-        assert_int_equal(ds.bytes_read, cases[i].blocks * UBJ_BS);
-        assert_int_equal(ds.reads, cases[i].reads);
-        assert_int_equal(s.ra_unused, 0);
-        assert_int_equal(t->fs->ra_gated > 0, cases[i].gated);
+    for (size_t i = 0; i < 3; i++) {
+        struct ubj_bdev *ram, *m, *top;
+        assert_ok(ubj_bdev_ram_create(1024, &ram));
+        assert_ok(ubj_model_create(cases[i].kind, cases[i].prof, NULL, ram, &m));
+        assert_ok(ubj_bdev_fault_create(m, &top));
+        assert_ok(ubj_model_read_cost(top, 0, &k));
+        fprintf(stderr, "  %s:%s a(0) %.1f us, b %.1f us\n", cases[i].kind, cases[i].prof,
+                k.a_ns / 1e3, k.b_ns / 1e3);
+        assert_true(fabs(k.a_ns / 1e3 - cases[i].a0_us) <= 0.02 * cases[i].a0_us + 0.1);
+        assert_true(fabs(k.b_ns / 1e3 - cases[i].b_us) <= 0.05 * cases[i].b_us);
+        double a0 = k.a_ns;
+        assert_ok(ubj_model_read_cost(top, UBJ_MODEL_GAP_FAR, &k));
+        if (cases[i].afar_us >= 0)
+            assert_true(fabs(k.a_ns / 1e3 - cases[i].afar_us) <= 0.1);
+        else
+            assert_true(k.a_ns > a0 / 2 && k.a_ns > 100 * k.b_ns);   /* seek + half a turn */
+        ubj_bdev_destroy(top);
     }
 }
 
@@ -574,6 +676,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_policy_names, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_oracle, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_adaptive, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_broken_nocost, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_read_cost, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_drop_caches, tfs_setup, tfs_teardown),
         cmocka_unit_test(test_never_evicts),
         cmocka_unit_test(test_late),
