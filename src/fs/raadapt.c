@@ -40,6 +40,7 @@
                                 passes it rather than seeks */
 #define RA_CAP_RATIO 8.0     /* grow the cap until a <= b x pages / 8 */
 #define RA_CAP_USE 0.9       /* ... while the stream uses this much */
+#define RA_CAP_FOLDS 2u      /* ... of at least this many windows */
 
 #if UBJ_TEST_HOOKS
 static bool ra_break_nocost;   /* the broken variant ra-no-cost */
@@ -163,10 +164,14 @@ static uint32_t ra_measured_len(struct fs_ra_call *c, uint32_t x, bool ahead)
  * the call adaptive reads (A2).  With a declared cost: none ever when the
  * device has no per-request term worth a block anywhere (raw NAND:
  * reading ahead only wastes), else the gate with a for this stream's gap
- * and u the smaller of the measured use and the stride's r / (r + gap);
- * asynchronous windows as any other.  Without a declared cost, the
- * measured one (ra_measured_len).  Without a model (nothing to measure
- * on): all x, linux's windows. */
+ * and u the stream's measured use -- but at most r / (r + gap) when the
+ * stream strides (it skipped `gap` pages after its last call, as before
+ * it, or at most 4 r: those pages will be skipped again), and at least
+ * RA_CAP_USE for an asynchronous window otherwise (a hit of the marker:
+ * the stream read its window up to there).  Asynchronous windows are read
+ * as any other.  Without a declared cost, the measured one
+ * (ra_measured_len).  Without a model (nothing to measure on): all x,
+ * linux's windows. */
 uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
 {
     struct ubj_model_rcost far, k;
@@ -180,28 +185,48 @@ uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
     }
     uint64_t gap = ra_gap(c);
     double u = c->s->p_used, r = (double)(c->last - c->first);
-    if (gap != UBJ_MODEL_GAP_FAR && gap > 0)
+    bool stride = gap != UBJ_MODEL_GAP_FAR && gap > 0 &&
+                  (gap == c->s->gap_prev || (double)gap <= 4 * r);
+    if (stride)
         u = fmin(u, r / (r + (double)gap));
+    else if (ahead)
+        u = fmax(u, RA_CAP_USE);
     if (ra_cost(c, gap, &k) < 0)
         k = far;
     return ra_gate(c, x, k.a_ns, k.b_ns > 1 ? k.b_ns : 1, u);
 }
 
 /* ra_window_fold -- window w's used fraction enters the stream's average
- * (A1); the slot is free after. */
-static void ra_window_fold(struct fs_ra_stream *s, uint32_t w)
+ * (A1); the slot is free after.  With the call `c` (the window leaves the
+ * ring) its pages any call got since (cached, no longer marked unused by
+ * the cache) count too: pages another query of the same file used later
+ * were worth reading; without it (the stream passed the window) only the
+ * stream's own uses count. */
+static void ra_window_fold(struct fs_ra_stream *s, uint32_t w, struct fs_ra_call *c)
 {
-    if (s->w_len[w] > 0)
-        s->p_used = 0.7 * s->p_used + 0.3 * (double)s->w_used[w] / s->w_len[w];
+    if (s->w_len[w] == 0)
+        return;
+    uint32_t used = s->w_used[w];
+    if (c != NULL && c->r->ino == s->ino) {
+        uint32_t got = 0;
+        for (uint64_t p = s->w_start[w]; p < s->w_start[w] + s->w_len[w]; p++) {
+            unsigned b = fs_ra_probe(c, p);
+            got += (b & UBJ_RA_CACHED) && !(b & UBJ_RA_UNUSED);
+        }
+        used = got > used ? got : used;
+    }
+    s->p_used = 0.7 * s->p_used + 0.3 * (double)used / s->w_len[w];
     s->w_len[w] = 0;
+    s->w_folds++;
 }
 
 /* fs_ra_window_note -- a window of pages [start, start + n) beyond the
  * calls was read ahead; it replaces the ring's oldest (folded first). */
-void fs_ra_window_note(struct fs_ra_stream *s, uint64_t start, uint32_t n)
+void fs_ra_window_note(struct fs_ra_call *c, uint64_t start, uint32_t n)
 {
+    struct fs_ra_stream *s = c->s;
     uint32_t w = s->w_head;
-    ra_window_fold(s, w);
+    ra_window_fold(s, w, c);
     s->w_start[w] = s->w_next[w] = start;
     s->w_len[w] = n;
     s->w_used[w] = 0;
@@ -214,6 +239,7 @@ void fs_ra_window_note(struct fs_ra_stream *s, uint64_t start, uint32_t n)
  * it) is complete, and folded in at once. */
 static void ra_window_use(struct fs_ra_stream *s, uint64_t page)
 {
+    bool moved = s->gap_cur != UBJ_MODEL_GAP_FAR;   /* forward, not a jump */
     for (uint32_t w = 0; w < FS_RA_WINDOWS; w++) {
         uint64_t end = s->w_start[w] + s->w_len[w];
         if (s->w_len[w] == 0)
@@ -221,8 +247,8 @@ static void ra_window_use(struct fs_ra_stream *s, uint64_t page)
         if (page >= s->w_next[w] && page < end) {
             s->w_used[w]++;
             s->w_next[w] = page + 1;
-        } else if (page >= end && page <= end + s->w_len[w]) {
-            ra_window_fold(s, w);
+        } else if (page == end || (moved && page > end && page <= end + s->w_len[w])) {
+            ra_window_fold(s, w, NULL);
         }
     }
 }
@@ -239,7 +265,7 @@ static void ra_cap(struct fs_ra_call *c)
     uint32_t base = s->advice == UBJ_FADV_SEQUENTIAL ? 2 * c->fs->ra_pages : c->fs->ra_pages;
     uint32_t cap = base;
     struct ubj_model_rcost k;
-    if (base > 0 && s->p_used >= RA_CAP_USE && ra_cost(c, ra_gap(c), &k) == 0 &&
+    if (base > 0 && s->w_folds >= RA_CAP_FOLDS && s->p_used >= RA_CAP_USE && ra_cost(c, ra_gap(c), &k) == 0 &&
         k.b_ns > 0) {
         double want = RA_CAP_RATIO * k.a_ns / k.b_ns;
         while (cap < UBJ_CACHE_RUN_MAX && cap < want)
@@ -254,7 +280,10 @@ static void ra_cap(struct fs_ra_call *c)
  * call's first page the window's cap, and the page's use. */
 void fs_ra_adaptive_step(struct fs_ra_call *c, uint64_t page)
 {
-    if (page == c->first)
+    if (page == c->first) {
         ra_cap(c);
+        c->s->gap_prev = c->s->gap_cur;
+        c->s->gap_cur = ra_gap(c);
+    }
     ra_window_use(c->s, page);
 }

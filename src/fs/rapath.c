@@ -122,6 +122,14 @@ static unsigned ra_probe(struct fs_ra_call *c, uint64_t page, bool take)
     return ubj_cache_ra_probe(c->fs->cache, pblk, take);
 }
 
+/* fs_ra_probe -- the cache's UBJ_RA_* bits of file page `page` of the
+ * call's inode (a hole: cached); the adaptive policy's view of a window's
+ * fate (raadapt.c). */
+unsigned fs_ra_probe(struct fs_ra_call *c, uint64_t page)
+{
+    return ra_probe(c, page, false);
+}
+
 /* ra_cached -- fs_ra_ops.cached. */
 static int ra_cached(void *ctx, uint64_t page)
 {
@@ -214,7 +222,7 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
     if (keep == 0 || marker >= xs + keep)
         marker = keep == 0 ? FS_RA_NO_MARKER : marker;
     if (keep > 0)
-        fs_ra_window_note(c->s, xs, keep);
+        fs_ra_window_note(c, xs, keep);
     if (start <= c->last)   /* the window continues the call: one range */
         return ra_read(c, c->cur, xs + keep - c->cur, marker, false);
     int rc = ra_read(c, c->cur, c->last - c->cur, marker, false);

@@ -373,16 +373,16 @@ static bool ra_adaptive_case(struct tfs *t, const struct ra_adcase *k)
  * nand:slc (a = 0): every window refused, the calls' pages alone: 128
  * and 64 requests of one block.  hdd:modern7200 with the drive's
  * read-ahead off (a sequential follow-on costs a turn, 8.3 ms, against
- * 29 us a block): the cap grows to 256 pages, past linux's 32, so the
- * ramp goes 4, 16, 32, 64, 128 (linux: 4, 8, 16, 32, 32 ...): 160
- * blocks in 5 requests (linux: 8).  A plain RAM device (no model, no
+ * 29 us a block): once two windows were used whole the cap grows to
+ * 256 pages, past linux's 32, and the ramp doubles on past it: 160
+ * blocks in 6 requests (linux: 8).  A plain RAM device (no model, no
  * cost, no clock): linux's windows, 160 blocks in 8 requests. */
 static const struct ra_adcase ra_adcases[] = {
     { "ssd", "emmc", 1, 160, 6, false },
     { "ssd", "emmc", 2, 160, 7, false },
     { "nand", "slc", 1, 128, 128, true },
     { "nand", "slc", 2, 64, 64, true },
-    { "hdd", "modern7200,readahead_sectors=0", 1, 160, 5, false },
+    { "hdd", "modern7200,readahead_sectors=0", 1, 160, 6, false },
     { NULL, NULL, 1, 160, 8, false },
 };
 #define RA_NADCASES (sizeof ra_adcases / sizeof ra_adcases[0])
@@ -646,21 +646,28 @@ static void test_late(void **state)
 #endif
 
 /* test_marker -- the marker goes on the block asked for, only if this
- * call reads it, and ubj_cache_ra_probe takes it once. */
+ * call reads it, and ubj_cache_ra_probe takes it once; a block read
+ * ahead is UBJ_RA_UNUSED until a get takes it (adaptive's view of a
+ * window's fate). */
 static void test_marker(void **state)
 {
     (void)state;
     struct rc_env e;
     rc_make(&e);
     bool dropped;
+    const unsigned ra = UBJ_RA_CACHED | UBJ_RA_UNUSED;
     assert_int_equal(ubj_cache_readahead(e.c, 10, 4, 12, NULL, &dropped), 4);
-    assert_int_equal(ubj_cache_ra_probe(e.c, 11, true), UBJ_RA_CACHED);
-    assert_int_equal(ubj_cache_ra_probe(e.c, 12, false), UBJ_RA_CACHED | UBJ_RA_MARKED);
-    assert_int_equal(ubj_cache_ra_probe(e.c, 12, true), UBJ_RA_CACHED | UBJ_RA_MARKED);
-    assert_int_equal(ubj_cache_ra_probe(e.c, 12, true), UBJ_RA_CACHED);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 11, true), ra);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 12, false), ra | UBJ_RA_MARKED);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 12, true), ra | UBJ_RA_MARKED);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 12, true), ra);
     assert_int_equal(ubj_cache_ra_probe(e.c, 20, true), 0);
     /* already cached: neither read again nor marked */
     assert_int_equal(ubj_cache_readahead(e.c, 10, 4, 11, NULL, &dropped), 0);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 11, false), ra);
+    struct ubj_buf *b;
+    assert_ok(ubj_cache_get(e.c, 11, 0, &b));   /* used: no longer unused */
+    ubj_cache_put(e.c, b);
     assert_int_equal(ubj_cache_ra_probe(e.c, 11, false), UBJ_RA_CACHED);
     rc_free(&e);
 }
