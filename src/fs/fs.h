@@ -251,6 +251,7 @@ int fs_ra_step(struct fs_ra_call *c, uint64_t page);
 uint64_t fs_ra_now(struct ubj_bdev *md);
 void fs_ra_fit_add(struct fs_ra_fit *f, double k, double t);
 uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead);
+uint32_t fs_ra_adaptive_tail(struct fs_ra_call *c, uint64_t xs, uint32_t keep);
 void fs_ra_window_note(struct fs_ra_call *c, uint64_t start, uint32_t n);
 unsigned fs_ra_probe(struct fs_ra_call *c, uint64_t page);
 void fs_ra_adaptive_step(struct fs_ra_call *c, uint64_t page);

@@ -253,27 +253,52 @@ static void ra_window_use(struct fs_ra_stream *s, uint64_t page)
     }
 }
 
+/* ra_want -- the window at which the per-request term a (for a request
+ * `gap` blocks after the previous) is at most an eighth of its transfer:
+ * the power of two from `base` up, at most UBJ_CACHE_RUN_MAX (1 MiB, the
+ * oracle's largest request); `base` when no cost is declared. */
+static uint32_t ra_want(struct fs_ra_call *c, uint32_t base, uint64_t gap)
+{
+    struct ubj_model_rcost k;
+    uint32_t cap = base;
+    if (base == 0 || ra_cost(c, gap, &k) < 0 || k.b_ns <= 0)
+        return base;
+    double want = RA_CAP_RATIO * k.a_ns / k.b_ns;
+    while (cap < UBJ_CACHE_RUN_MAX && cap < want)
+        cap *= 2;
+    return cap > UBJ_CACHE_RUN_MAX && UBJ_CACHE_RUN_MAX > base ? UBJ_CACHE_RUN_MAX : cap;
+}
+
 /* ra_cap -- the stream's largest window for this call (A3): the advice's,
- * grown to the power of two at which the per-request term a (for the
- * stream's gap) is at most an eighth of the window's transfer, at most
- * UBJ_CACHE_RUN_MAX (1 MiB, the oracle's largest request), while the
- * stream uses at least RA_CAP_USE of what it reads.  Declared costs
- * only. */
+ * grown to ra_want once the stream used at least RA_CAP_USE of what it
+ * read, over RA_CAP_FOLDS windows or more. */
 static void ra_cap(struct fs_ra_call *c)
 {
     struct fs_ra_stream *s = c->s;
     uint32_t base = s->advice == UBJ_FADV_SEQUENTIAL ? 2 * c->fs->ra_pages : c->fs->ra_pages;
-    uint32_t cap = base;
-    struct ubj_model_rcost k;
-    if (base > 0 && s->w_folds >= RA_CAP_FOLDS && s->p_used >= RA_CAP_USE && ra_cost(c, ra_gap(c), &k) == 0 &&
-        k.b_ns > 0) {
-        double want = RA_CAP_RATIO * k.a_ns / k.b_ns;
-        while (cap < UBJ_CACHE_RUN_MAX && cap < want)
-            cap *= 2;
-        if (cap > UBJ_CACHE_RUN_MAX)
-            cap = UBJ_CACHE_RUN_MAX > base ? UBJ_CACHE_RUN_MAX : base;
-    }
-    s->ra.ra_pages = cap;
+    s->ra.ra_pages = s->w_folds >= RA_CAP_FOLDS && s->p_used >= RA_CAP_USE
+                     ? ra_want(c, base, ra_gap(c)) : base;
+}
+
+/* fs_ra_adaptive_tail -- the gate kept a window [xs, xs + keep) whole; if
+ * the file ends within ra_want's window for a sequential follow-on (gap
+ * 0: the request the rest would take), the rest of it too when reading
+ * it now costs less than the request it would take later: with T pages
+ * left, u a(0) > (1 - u) T b (a small file read from its start is read in
+ * one request, as the oracle reads it) -- unless the device reads ahead
+ * itself (a disk's drive read-ahead: a follow-on costs under a quarter of
+ * a request elsewhere, and its buffer streams what the host would wait
+ * for).  The pages to read from xs. */
+uint32_t fs_ra_adaptive_tail(struct fs_ra_call *c, uint64_t xs, uint32_t keep)
+{
+    struct ubj_model_rcost k, far;
+    uint64_t end = xs + keep;
+    if (end >= c->npages || c->npages > ra_want(c, c->s->ra.ra_pages, 0) ||
+        ra_cost(c, 0, &k) < 0 || ra_cost(c, UBJ_MODEL_GAP_FAR, &far) < 0 ||
+        k.a_ns < far.a_ns / 4)
+        return keep;   /* a drive that reads ahead itself: its follow-on is a hit */
+    double t = (double)(c->npages - end), u = c->s->p_used;
+    return u * k.a_ns > (1 - u) * t * k.b_ns ? (uint32_t)(c->npages - xs) : keep;
 }
 
 /* fs_ra_adaptive_step -- before page `page` of the call is got: at the

@@ -208,8 +208,9 @@ static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t ma
 
 /* ra_submit -- fs_ra_ops.submit: read the window ahead; under adaptive
  * the call's missing pages from the stepped one on (as off reads them)
- * and, of the window's pages beyond the call, as many as ra_adaptive_len
- * allows (the marker only with them; raadapt.c). */
+ * and, of the window's pages beyond the call, as many as
+ * fs_ra_adaptive_len allows (the marker only with them), and a small
+ * file's rest with a window kept whole (fs_ra_adaptive_tail; raadapt.c). */
 static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
 {
     struct fs_ra_call *c = ctx;
@@ -219,6 +220,8 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
     uint64_t end = start + n, xs = start > c->last ? start : c->last;
     uint32_t x = end > xs ? (uint32_t)(end - xs) : 0;
     uint32_t keep = x ? fs_ra_adaptive_len(c, x, start >= c->last) : 0;
+    if (keep == x && keep > 0)
+        keep = fs_ra_adaptive_tail(c, xs, keep);   /* a small file's rest */
     if (keep == 0 || marker >= xs + keep)
         marker = keep == 0 ? FS_RA_NO_MARKER : marker;
     if (keep > 0)
