@@ -166,7 +166,9 @@ static uint32_t ra_measured_len(struct fs_ra_call *c, uint32_t x, bool ahead)
  * reading ahead only wastes), else the gate with a for this stream's gap
  * and u the stream's measured use -- but at most r / (r + gap) when the
  * stream strides (it skipped `gap` pages after its last call, as before
- * it, or at most 4 r: those pages will be skipped again), and at least
+ * it, or at most 4 r: those pages will be skipped again; a stream's first
+ * call of r > 1 pages is taken for a stride of gap r, and given at least
+ * half the window either way), and at least
  * RA_CAP_USE for an asynchronous window otherwise (a hit of the marker:
  * the stream read its window up to there).  Asynchronous windows are read
  * as any other.  Without a declared cost, the measured one
@@ -185,6 +187,10 @@ uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
     }
     uint64_t gap = ra_gap(c);
     double u = c->s->p_used, r = (double)(c->last - c->first);
+    bool first = c->s->ra.prev_pos < 0 && c->last - c->first > 1;
+    if (first)
+        gap = c->last - c->first;   /* a first call of several pages: it may
+                                       skip as much as it reads */
     bool stride = gap != UBJ_MODEL_GAP_FAR && gap > 0 &&
                   (gap == c->s->gap_prev || (double)gap <= 4 * r);
     if (stride)
@@ -193,7 +199,8 @@ uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
         u = fmax(u, RA_CAP_USE);
     if (ra_cost(c, gap, &k) < 0)
         k = far;
-    return ra_gate(c, x, k.a_ns, k.b_ns > 1 ? k.b_ns : 1, u);
+    uint32_t keep = ra_gate(c, x, k.a_ns, k.b_ns > 1 ? k.b_ns : 1, u);
+    return first && keep < x / 2 ? x / 2 : keep;   /* ... or not: half, to see */
 }
 
 /* ra_window_fold -- window w's used fraction enters the stream's average
@@ -280,7 +287,7 @@ static void ra_cap(struct fs_ra_call *c)
                      ? ra_want(c, base, ra_gap(c)) : base;
 }
 
-/* fs_ra_adaptive_tail -- the gate kept a window [xs, xs + keep) whole; if
+/* fs_ra_adaptive_tail -- the gate kept [xs, xs + keep) of a window; if
  * the file ends within ra_want's window for a sequential follow-on (gap
  * 0: the request the rest would take), the rest of it too when reading
  * it now costs less than the request it would take later: with T pages

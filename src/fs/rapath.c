@@ -220,7 +220,7 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
     uint64_t end = start + n, xs = start > c->last ? start : c->last;
     uint32_t x = end > xs ? (uint32_t)(end - xs) : 0;
     uint32_t keep = x ? fs_ra_adaptive_len(c, x, start >= c->last) : 0;
-    if (keep == x && keep > 0)
+    if (x > 0)
         keep = fs_ra_adaptive_tail(c, xs, keep);   /* a small file's rest */
     if (keep == 0 || marker >= xs + keep)
         marker = keep == 0 ? FS_RA_NO_MARKER : marker;
