@@ -40,7 +40,7 @@
                                 passes it rather than seeks */
 #define RA_CAP_RATIO 8.0     /* grow the cap until a <= b x pages / 8 */
 #define RA_CAP_USE 0.9       /* ... while the stream uses this much */
-#define RA_CAP_FOLDS 2u      /* ... of at least this many windows */
+#define RA_CAP_FOLDS 1u      /* ... of at least this many windows */
 
 #if UBJ_TEST_HOOKS
 static bool ra_break_nocost;   /* the broken variant ra-no-cost */
@@ -278,7 +278,7 @@ static uint32_t ra_want(struct fs_ra_call *c, uint32_t base, uint64_t gap)
 
 /* ra_cap -- the stream's largest window for this call (A3): the advice's,
  * grown to ra_want once the stream used at least RA_CAP_USE of what it
- * read, over RA_CAP_FOLDS windows or more. */
+ * read, over RA_CAP_FOLDS window(s) or more. */
 static void ra_cap(struct fs_ra_call *c)
 {
     struct fs_ra_stream *s = c->s;

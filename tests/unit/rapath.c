@@ -378,7 +378,7 @@ static bool ra_adaptive_case(struct tfs *t, const struct ra_adcase *k)
  * 29 us a block): a 160-page file read from its start is read whole in
  * one request (the small-file rule: 160 pages are within the 256-page
  * window that cost calls for); reading 512 pages of a 1024-page file,
- * once two windows were used whole the cap grows to 256 pages, past
+ * once a window was used whole the cap grows to 256 pages, past
  * linux's 32, and the ramp doubles on past it: 1020 blocks in 9 requests
  * (linux's 32-page windows take 19).  A plain RAM device (no model, no
  * cost, no clock): linux's windows, 160 blocks in 8 requests. */
