@@ -14,18 +14,21 @@
  *    end or when it leaves the ring of the last FS_RA_WINDOWS), and the
  *    fraction its stride predicts (r pages read, then `gap` skipped);
  *  - the gate (fs_ra_adaptive_len: how many of a window's pages beyond the
- *    call to read) and the window's cap (ra_cap: linux's 128 KiB, grown
- *    up to 1 MiB while the per-request term dominates a window's transfer
- *    and the stream uses what it reads).
+ *    call to read), the window's cap (ra_cap: linux's 128 KiB, grown up
+ *    to 1 MiB while the per-request term dominates a window's transfer
+ *    and the stream uses what it reads) and a small file's rest
+ *    (fs_ra_adaptive_tail: read in the same request when the follow-on
+ *    request would cost more).
  *
- * docs/READAHEAD.md, "The adaptive policy", has the rules, the state
+ * docs/READAHEAD.md, "The oracle and the adaptive policy", has the rules, the state
  * diagram and the figures.  Everything here runs under the mount lock
  * (rapath.c S1) and only under FS_RA_ADAPTIVE.
  *
  * Invariants:
  *  A1 0 <= s->p_used <= 1 (a moving average of fractions in [0, 1]).
- *  A2 fs_ra_adaptive_len(c, x, ...) <= x: adaptive reads at most the
- *     engine's window, never a page the engine did not ask for.
+ *  A2 fs_ra_adaptive_len(c, x, ...) <= x: of the engine's window adaptive
+ *     reads a part; past it only fs_ra_adaptive_tail reads, and only up
+ *     to the end of a file no larger than ra_want's window.
  *  A3 s->ra.ra_pages is the advice's window (fs_ra_stream_advise) or a
  *     power of two up to UBJ_CACHE_RUN_MAX above it (ra_cap).
  */
