@@ -340,6 +340,7 @@ struct ra_adcase {
     uint64_t blocks, reads;
     bool gated;
     uint32_t pages, upto;   /* the file's pages and the reads' end (0: 160, 128) */
+    uint32_t call;          /* pages per call (0: 1) */
 };
 
 /* ra_adaptive_case -- run one case; returns whether it came out as
@@ -353,8 +354,15 @@ static bool ra_adaptive_case(struct tfs *t, const struct ra_adcase *k)
     } else {
         ino = ra_file(t, pages, "adaptive");
     }
-    for (uint64_t p = 0; p < upto; p += k->step)
-        ra_read_pages(t, ino, p, p + 1);
+    uint32_t call = k->call ? k->call : 1;
+    uint8_t *buf = malloc((size_t)call * UBJ_BS);
+    assert_non_null(buf);
+    for (uint64_t p = 0; p < upto; p += k->step) {
+        size_t len = (size_t)call * UBJ_BS;
+        assert_rc(ubj_pread(t->fs, ino, buf, len, (off_t)(p * UBJ_BS)), (ssize_t)len);
+        assert_int_equal(tpattern_check(buf, len, 3, p * UBJ_BS), len);
+    }
+    free(buf);
     struct ubj_fs_stats s = ra_stats(t);
     struct ubj_bdev_stats ds;
     ubj_bdev_stats_get(t->dev, &ds);
@@ -381,15 +389,21 @@ static bool ra_adaptive_case(struct tfs *t, const struct ra_adcase *k)
  * once a window was used whole the cap grows to 256 pages, past
  * linux's 32, and the ramp doubles on past it: 1020 blocks in 9 requests
  * (linux's 32-page windows take 19).  A plain RAM device (no model, no
- * cost, no clock): linux's windows, 160 blocks in 8 requests. */
+ * cost, no clock): linux's windows, 160 blocks in 8 requests.  128 KiB
+ * calls every 256 KiB on ssd:emmc: the first call is taken for a stride
+ * of its own size (u = 1/2: 1.2 us gained a page against 8.2 us lost)
+ * but reads half its window, to see; the second call's gap of 32 pages
+ * confirms the stride and nothing beyond the calls is read: 112 blocks
+ * in 3 requests (linux: the skipped pages too). */
 static const struct ra_adcase ra_adcases[] = {
-    { "ssd", "emmc", 1, 160, 6, false, 0, 0 },
-    { "ssd", "emmc", 2, 160, 7, false, 0, 0 },
-    { "nand", "slc", 1, 128, 128, true, 0, 0 },
-    { "nand", "slc", 2, 64, 64, true, 0, 0 },
-    { "hdd", "modern7200,readahead_sectors=0", 1, 160, 1, false, 0, 0 },
-    { "hdd", "modern7200,readahead_sectors=0", 1, 1020, 9, false, 1024, 512 },
-    { NULL, NULL, 1, 160, 8, false, 0, 0 },
+    { "ssd", "emmc", 1, 160, 6, false, 0, 0, 0 },
+    { "ssd", "emmc", 2, 160, 7, false, 0, 0, 0 },
+    { "nand", "slc", 1, 128, 128, true, 0, 0, 0 },
+    { "nand", "slc", 2, 64, 64, true, 0, 0, 0 },
+    { "hdd", "modern7200,readahead_sectors=0", 1, 160, 1, false, 0, 0, 0 },
+    { "hdd", "modern7200,readahead_sectors=0", 1, 1020, 9, false, 1024, 512, 0 },
+    { NULL, NULL, 1, 160, 8, false, 0, 0, 0 },
+    { "ssd", "emmc", 64, 112, 3, true, 0, 160, 32 },
 };
 #define RA_NADCASES (sizeof ra_adcases / sizeof ra_adcases[0])
 
