@@ -382,6 +382,52 @@ void ubj_nvm_model_stats_reset(struct ubj_nvm_model *m);
 /* ubj_nvm_model_clock -- m's clock (no reference taken). */
 struct ubj_clock *ubj_nvm_model_clock(const struct ubj_nvm_model *m);
 
+/*
+ * struct ubj_model_rcost -- what a read of k 4096-byte blocks costs a
+ * model device, as the device declares it from its profile (the cost
+ * equations of docs/READAHEAD.md, "When read-ahead can pay"): such a
+ * request on an otherwise idle device costs a_ns + k b_ns, and a_j + k
+ * b_j of active energy.
+ *   a_ns, a_j  per request.  It depends on where the request starts
+ *              relative to the previous one (the `gap` asked for):
+ *              SSD: read_lat, wherever; NAND: 0 (every flash page is an
+ *              operation of its own, there is no per-request term); HDD:
+ *              at an unrelated place (UBJ_MODEL_GAP_FAR) the controller
+ *              overhead, a seek over a third of the cylinders and half a
+ *              turn; `gap` blocks after the previous request's end, with
+ *              the drive's read-ahead on, a buffer hit (overhead_hit, or
+ *              the time its stream takes to pass the gap), with it off the
+ *              time the gap takes to pass under the head -- plus a whole
+ *              turn when that is shorter than the controller overhead (the
+ *              sector is missed: a sequential follow-on, gap 0, costs a
+ *              turn)
+ *   b_ns, b_j  per block: SSD the transfer at read_mb_s; NAND the unit's
+ *              flash operations (driver, tR, bus); HDD the larger of the
+ *              middle zone's media time and the host bus's
+ * Energy is the device's active power over those times (NAND: the CPU
+ * during driver time and the chip's, as the model charges them).
+ */
+struct ubj_model_rcost {
+    double a_ns, b_ns;
+    double a_j, b_j;
+};
+
+/* The `gap` of a request at a place unrelated to the previous one. */
+#define UBJ_MODEL_GAP_FAR UINT64_MAX
+
+/*
+ * ubj_model_read_cost -- the read cost that the topmost model device of
+ * the stack at `d` declares for a request starting `gap` blocks after the
+ * previous request's end (UBJ_MODEL_GAP_FAR: anywhere).  Wrappers (queue,
+ * fault, record, cow) forward it by being above the model
+ * (ubj_model_find).  Changes nothing; from the profile's figures, not
+ * the device's state (its queue, arm or buffer now).  Returns 0 and
+ * *out; -EOPNOTSUPP when the stack has no model (a plain file or RAM
+ * device declares nothing: a caller measures); -EINVAL for a NULL
+ * argument.  Thread-safe (a profile never changes).
+ */
+int ubj_model_read_cost(struct ubj_bdev *d, uint64_t gap, struct ubj_model_rcost *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2144,7 +2144,7 @@ unsigned ubj_cache_ra_probe(struct ubj_cache *c, uint64_t blkno, bool take_marke
     struct ubj_buf *b = cache_find_locked(c, blkno);
     unsigned r = 0;
     if (b != NULL) {
-        r = UBJ_RA_CACHED;
+        r = UBJ_RA_CACHED | (b->flags & CACHE_BUF_RA ? UBJ_RA_UNUSED : 0);
         if (b->flags & CACHE_BUF_MARK) {
             r |= UBJ_RA_MARKED;
             if (take_marker)

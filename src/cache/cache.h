@@ -469,6 +469,7 @@ int ubj_cache_readahead_async(struct ubj_cache *c, uint64_t blkno, uint32_t n,
 
 #define UBJ_RA_CACHED 0x1u   /* ubj_cache_ra_probe: blkno is cached (or being read) */
 #define UBJ_RA_MARKED 0x2u   /* ... and carries a read-ahead marker */
+#define UBJ_RA_UNUSED 0x4u   /* ... and was read ahead, never got since */
 /*
  * ubj_cache_ra_probe -- whether blkno is cached and marked, without a
  * reference, I/O or a hit counted; with take_marker the marker is cleared

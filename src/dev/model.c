@@ -399,3 +399,16 @@ int ubj_model_check(struct ubj_bdev *d)
     pthread_mutex_unlock(&m->lock);
     return rc;
 }
+
+/* ubj_model_read_cost -- the read cost the stack's model declares. */
+int ubj_model_read_cost(struct ubj_bdev *d, uint64_t gap, struct ubj_model_rcost *out)
+{
+    if (d == NULL || out == NULL)
+        return ubj_set_error(-EINVAL, "model read cost: NULL argument");
+    struct ubj_bdev *md = ubj_model_find(d);
+    if (md == NULL || model_of(md)->kind->read_cost == NULL)
+        return ubj_set_error(-EOPNOTSUPP, "model read cost: no model declares one");
+    *out = (struct ubj_model_rcost){ 0 };
+    model_of(md)->kind->read_cost(model_of(md)->impl, gap, out);
+    return 0;
+}

@@ -731,6 +731,33 @@ static int hdd_create(const struct prof *pr, uint64_t nblocks, void **impl,
     return 0;
 }
 
+/* hdd_read_cost -- ubj_model_read_cost: per block the larger of the
+ * middle zone's media time and the bus's; per request, far away: overhead
+ * + a seek over a third of the cylinders + half a turn; `gap` blocks
+ * after the previous request, a buffer hit while the drive's read-ahead
+ * covers it (overhead_hit, or the gap's passing if longer), else the gap's
+ * passing, plus a turn when that is shorter than the overhead. */
+static void hdd_read_cost(const void *impl, uint64_t gap, struct ubj_model_rcost *out)
+{
+    const struct hdd *h = impl;
+    const struct hdd_zone *z = &h->p.zones[h->p.nzones / 2];
+    uint64_t ncyl = h->p.zones[h->p.nzones - 1].last_cyl + 1;
+    double ovh = h->p.ovh_read_ms * MODEL_NS_PER_MS;
+    double media = h->trot * (double)h->spb / (double)z->spt;
+    out->b_ns = fmax(media, hdd_bus_ns(h, UBJ_BLOCK_SIZE));
+    if (gap == UBJ_MODEL_GAP_FAR || gap > h->nsect) {
+        out->a_ns = ovh + hdd_seek_ms(&h->p, ncyl / 3) * MODEL_NS_PER_MS + h->trot / 2;
+    } else {
+        double pass = (double)gap * media;
+        if (h->p.readahead > 0 && (gap + 1) * h->spb <= h->p.readahead)
+            out->a_ns = fmax(h->p.ovh_hit_ms * MODEL_NS_PER_MS, pass);
+        else
+            out->a_ns = pass >= ovh ? pass : h->trot + pass;
+    }
+    out->a_j = h->p.rw_w * out->a_ns * 1e-9;
+    out->b_j = h->p.rw_w * out->b_ns * 1e-9;
+}
+
 const struct model_kind model_hdd_kind = {
     .name = "hdd",
     .create = hdd_create,
@@ -741,4 +768,5 @@ const struct model_kind model_hdd_kind = {
     .fill = NULL,
     .check = NULL,
     .destroy = hdd_destroy,
+    .read_cost = hdd_read_cost,
 };

@@ -130,6 +130,9 @@ struct model_kind {
     /* check: verify invariants (0 or -EUCLEAN with message); may be NULL */
     int (*check)(void *impl);
     void (*destroy)(void *impl);
+    /* read_cost: the profile's read cost (ubj_model_read_cost; the
+     * profile only, so no lock needed); NULL: none declared */
+    void (*read_cost)(const void *impl, uint64_t gap, struct ubj_model_rcost *out);
 };
 
 extern const struct model_kind model_hdd_kind;

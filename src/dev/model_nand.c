@@ -565,6 +565,21 @@ static int nand_create(const struct prof *pr, uint64_t nblocks, void **impl,
     return 0;
 }
 
+/* nand_read_cost -- ubj_model_read_cost: no per-request term, each unit
+ * its flash operations (nand_read_unit). */
+static void nand_read_cost(const void *impl, uint64_t gap, struct ubj_model_rcost *out)
+{
+    const struct nand *n = impl;
+    struct nand_cost c = { 0 };
+    struct ubj_model_stats st;
+    memset(&st, 0, sizeof st);
+    nand_read_unit(n, &c, &st);
+    (void)gap;   /* no positioning */
+    out->a_ns = out->a_j = 0;
+    out->b_ns = c.ns;
+    out->b_j = c.j;
+}
+
 const struct model_kind model_nand_kind = {
     .name = "nand",
     .create = nand_create,
@@ -575,4 +590,5 @@ const struct model_kind model_nand_kind = {
     .fill = nand_fill,
     .check = nand_check,
     .destroy = nand_destroy,
+    .read_cost = nand_read_cost,
 };

@@ -201,6 +201,17 @@ static int ssd_create(const struct prof *pr, uint64_t nblocks, void **impl,
     return 0;
 }
 
+/* ssd_read_cost -- ubj_model_read_cost: read_lat + k x 4096 / read_mb_s. */
+static void ssd_read_cost(const void *impl, uint64_t gap, struct ubj_model_rcost *out)
+{
+    const struct ssd *s = impl;
+    (void)gap;   /* no positioning */
+    out->a_ns = s->p.read_lat_us * 1e3;
+    out->b_ns = ssd_xfer_ns(UBJ_BLOCK_SIZE, s->p.read_mb_s);
+    out->a_j = s->p.read_w * out->a_ns * 1e-9;
+    out->b_j = s->p.read_w * out->b_ns * 1e-9;
+}
+
 const struct model_kind model_ssd_kind = {
     .name = "ssd",
     .create = ssd_create,
@@ -211,4 +222,5 @@ const struct model_kind model_ssd_kind = {
     .fill = NULL,
     .check = NULL,
     .destroy = ssd_destroy,
+    .read_cost = ssd_read_cost,
 };

@@ -94,6 +94,9 @@ struct fs_ra_stream {
     uint32_t w_len[FS_RA_WINDOWS], w_used[FS_RA_WINDOWS];
     uint32_t w_head;      /* the ring's oldest */
     uint32_t w_off;       /* windows refused since the last probe */
+    uint32_t w_folds;     /* adaptive: windows whose use was measured */
+    uint64_t gap_prev, gap_cur;   /* adaptive: the gaps before its previous
+                                     call and this one (raadapt.c) */
 };
 /* The device's read cost as the adaptive policy measures it: a least-
  * squares fit of T = a + b k over read-ahead requests of k blocks. */
@@ -244,6 +247,20 @@ struct fs_ra_stream *fs_ra_stream(struct ubj_fs *fs, ubj_ino_t ino,
 void fs_ra_call_begin(struct fs_ra_call *c, struct ubj_fs *fs, struct fs_iref *r,
                       struct fs_ra_stream *s, uint64_t off, uint64_t end);
 int fs_ra_step(struct fs_ra_call *c, uint64_t page);
+/* ---- raadapt.c: the adaptive policy's decisions ---- */
+uint64_t fs_ra_now(struct ubj_bdev *md);
+void fs_ra_fit_add(struct fs_ra_fit *f, double k, double t);
+uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead);
+uint32_t fs_ra_adaptive_tail(struct fs_ra_call *c, uint64_t xs, uint32_t keep);
+void fs_ra_window_note(struct fs_ra_call *c, uint64_t start, uint32_t n);
+unsigned fs_ra_probe(struct fs_ra_call *c, uint64_t page);
+void fs_ra_adaptive_step(struct fs_ra_call *c, uint64_t page);
+#if UBJ_TEST_HOOKS
+/* fs_ra_test_break_nocost -- test builds: the broken variant `ra-no-cost`:
+ * adaptive never asks the device for its declared cost and measures it
+ * instead, exploring (as before the cost query existed). */
+void fs_ra_test_break_nocost(bool no_cost);
+#endif
 /* fs_pread_stream -- ubj_pread through stream `own` (NULL: the inode's
  * default) with the open file's advice (file.c). */
 ssize_t fs_pread_stream(struct ubj_fs *fs, ubj_ino_t ino, struct fs_ra_stream *own,

@@ -122,6 +122,14 @@ static unsigned ra_probe(struct fs_ra_call *c, uint64_t page, bool take)
     return ubj_cache_ra_probe(c->fs->cache, pblk, take);
 }
 
+/* fs_ra_probe -- the cache's UBJ_RA_* bits of file page `page` of the
+ * call's inode (a hole: cached); the adaptive policy's view of a window's
+ * fate (raadapt.c). */
+unsigned fs_ra_probe(struct fs_ra_call *c, uint64_t page)
+{
+    return ra_probe(c, page, false);
+}
+
 /* ra_cached -- fs_ra_ops.cached. */
 static int ra_cached(void *ctx, uint64_t page)
 {
@@ -149,115 +157,6 @@ static double ra_energy(struct ubj_bdev *md)
     if (md == NULL || ubj_model_stats_get(md, &ms) < 0)
         return 0;
     return ms.energy_active_j;
-}
-
-#define RA_EXPLORE 1u   /* adaptive: pages ahead at first while the fit is not
-                           ready, doubling with each measured request */
-
-/* ra_now -- the model's clock, ns (0 without a model). */
-static uint64_t ra_now(struct ubj_bdev *md)
-{
-    struct ubj_clock *clk = md ? ubj_model_clock(md) : NULL;
-    return clk ? ubj_clock_now(clk) : 0;
-}
-
-/* ra_fit_add -- adaptive: one request of k blocks took t ns. */
-static void ra_fit_add(struct fs_ra_fit *f, double k, double t)
-{
-    f->n += 1;
-    f->sk += k;
-    f->st += t;
-    f->skk += k * k;
-    f->skt += k * t;
-    f->stt += t * t;
-}
-
-/* ra_fit_get -- the fit's a (ns per request) and b (ns per block), and
- * whether the line explains the requests (relative RMS residual below
- * 5%, a >= 0: a device whose cost is a + b k, as flash and SSD models;
- * a disk's seeks and buffer hits are not).  false while it cannot tell a
- * from b (fewer than 3 requests, or one size). */
-static bool ra_fit_get(const struct fs_ra_fit *f, double *a, double *b, bool *linear)
-{
-    double det = f->n * f->skk - f->sk * f->sk;
-    if (f->n < 3 || det < 1e-9 * f->n * f->skk)
-        return false;
-    *b = (f->n * f->skt - f->sk * f->st) / det;
-    *a = (f->st - *b * f->sk) / f->n;
-    double sse = f->stt - *a * f->st - *b * f->skt, mean = f->st / f->n;
-    *linear = *a >= -0.01 * mean && sse <= 0.0025 * mean * mean * f->n;
-    return true;
-}
-
-/* ra_adaptive_len -- how many of the `x` pages a window asks for beyond
- * the call adaptive reads ahead (docs/READAHEAD.md, "adaptive"): a
- * read-ahead page saves, when used, its share a / r of the request a call
- * of r pages would make; it costs b when wasted.  With u the stream's
- * used fraction, gain = u a / r and loss = (1 - u) b: all x when gain >
- * 2 loss (grow, as linux ramps), x / 2 when gain > loss (shrink), else
- * none (off), but a probe of 4 pages every 16th refusal to measure u
- * again; none ever when the device has no per-request cost worth a tenth
- * of a block (raw NAND: reading ahead saves nothing).  While the fit
- * cannot tell a from b (exploring): RA_EXPLORE pages, twice as many after
- * each measured request, of a window that continues the call (`ahead`,
- * an asynchronous window, is not read: a cut one would leave a hole
- * before it).  When the fit's line does not explain the
- * device (a disk: seeks, drive buffer hits), a is taken as large: u
- * alone decides.  Without a device model (nothing timed): all x. */
-static uint32_t ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
-{
-    struct ubj_fs *fs = c->fs;
-    struct fs_ra_stream *s = c->s;
-    double a, b, r = (double)(c->last - c->first), u = s->p_used;
-    bool linear = false;
-    if (c->md == NULL)
-        return x;   /* no model: nothing to measure, linux's windows */
-    if (!ra_fit_get(&fs->ra_fit, &a, &b, &linear)) {   /* exploring */
-        uint32_t cap = RA_EXPLORE << (fs->ra_fit.n < 8 ? (unsigned)fs->ra_fit.n : 8u);
-        return ahead ? 0 : x < cap ? x : cap;
-    }
-    if (b < 1)
-        b = 1;
-    if (linear && a <= 0.1 * b) {
-        fs->ra_gated++;
-        return 0;   /* no per-request cost: never pays */
-    }
-    if (!linear)
-        a = 1e9 * b;   /* unknown: large; u decides */
-    double gain = u * a / r, loss = (1 - u) * b;
-    if (gain > 2 * loss)
-        return x;   /* grows with linux's windows */
-    if (gain > loss)
-        return x / 2 > 0 ? x / 2 : 1;   /* shrinks */
-    fs->ra_gated++;
-    if (++s->w_off % 16 == 0)
-        return x < 4 ? x : 4;   /* off, but a probe */
-    return 0;
-}
-
-/* ra_window_note -- adaptive: a window of pages [start, start + n)
- * beyond the calls was read ahead; it replaces the ring's oldest, whose
- * used fraction enters the stream's average. */
-static void ra_window_note(struct fs_ra_stream *s, uint64_t start, uint32_t n)
-{
-    uint32_t w = s->w_head;
-    if (s->w_len[w] > 0)
-        s->p_used = 0.7 * s->p_used + 0.3 * (double)s->w_used[w] / s->w_len[w];
-    s->w_start[w] = s->w_next[w] = start;
-    s->w_len[w] = n;
-    s->w_used[w] = 0;
-    s->w_head = (w + 1) % FS_RA_WINDOWS;
-}
-
-/* ra_window_use -- adaptive: page is read by a call; count it in the
- * tracked window it falls in (once, pages taken in increasing order). */
-static void ra_window_use(struct fs_ra_stream *s, uint64_t page)
-{
-    for (uint32_t w = 0; w < FS_RA_WINDOWS; w++)
-        if (page >= s->w_next[w] && page < s->w_start[w] + s->w_len[w]) {
-            s->w_used[w]++;
-            s->w_next[w] = page + 1;
-        }
 }
 
 /* ra_read -- read pages [start, start + n) ahead, one cache call per
@@ -288,7 +187,7 @@ static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t ma
         if (pblk != 0) {
             uint32_t k = run > UBJ_CACHE_RUN_MAX ? UBJ_CACHE_RUN_MAX : (uint32_t)run;
             double e0 = ra_energy(c->md);
-            uint64_t t0 = ra_now(c->md);
+            uint64_t t0 = fs_ra_now(c->md);
             /* async: wanted from now on (the reader's pace is unknown;
              * a late hit raises it to time-critical) */
             int rc = async ? ubj_cache_readahead_async(fs->cache, pblk, k, mark, t0)
@@ -298,7 +197,7 @@ static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t ma
             if (rc > 0) {
                 fs->ra_energy_j += ra_energy(c->md) - e0;
                 if (!async && rc == (int)k && c->md != NULL)   /* one request of k */
-                    ra_fit_add(&fs->ra_fit, k, (double)(ra_now(c->md) - t0));
+                    fs_ra_fit_add(&fs->ra_fit, k, (double)(fs_ra_now(c->md) - t0));
             }
             run = k;
         }
@@ -309,8 +208,9 @@ static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t ma
 
 /* ra_submit -- fs_ra_ops.submit: read the window ahead; under adaptive
  * the call's missing pages from the stepped one on (as off reads them)
- * and, of the window's pages beyond the call, as many as ra_adaptive_len
- * allows (the marker only with them). */
+ * and, of the window's pages beyond the call, as many as
+ * fs_ra_adaptive_len allows (the marker only with them), and a small
+ * file's rest with a window kept whole (fs_ra_adaptive_tail; raadapt.c). */
 static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
 {
     struct fs_ra_call *c = ctx;
@@ -319,11 +219,13 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
                                             !(c->fs->flags & UBJ_MOUNT_RA_SYNC));
     uint64_t end = start + n, xs = start > c->last ? start : c->last;
     uint32_t x = end > xs ? (uint32_t)(end - xs) : 0;
-    uint32_t keep = x ? ra_adaptive_len(c, x, start >= c->last) : 0;
+    uint32_t keep = x ? fs_ra_adaptive_len(c, x, start >= c->last) : 0;
+    if (x > 0)
+        keep = fs_ra_adaptive_tail(c, xs, keep);   /* a small file's rest */
     if (keep == 0 || marker >= xs + keep)
         marker = keep == 0 ? FS_RA_NO_MARKER : marker;
     if (keep > 0)
-        ra_window_note(c->s, xs, keep);
+        fs_ra_window_note(c, xs, keep);
     if (start <= c->last)   /* the window continues the call: one range */
         return ra_read(c, c->cur, xs + keep - c->cur, marker, false);
     int rc = ra_read(c, c->cur, c->last - c->cur, marker, false);
@@ -359,7 +261,7 @@ int fs_ra_step(struct fs_ra_call *c, uint64_t page)
         return 0;
     c->cur = page;
     if (c->fs->ra_policy == FS_RA_ADAPTIVE)
-        ra_window_use(c->s, page);
+        fs_ra_adaptive_step(c, page);
     int rc = fs_ra_page(&c->s->ra, c->fs->ra_policy, &ra_ops, c, page, c->last,
                         c->npages);
     if (rc == FS_RESTART)

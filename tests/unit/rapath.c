@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -299,9 +300,9 @@ static void test_oracle(void **state)
 /* ra_on_model -- the file of ra_file (written on the RAM device), then the
  * device under model kind:profile, mounted with pol. */
 static ubj_ino_t ra_on_model(struct tfs *t, const char *kind, const char *prof,
-                             const char *pol)
+                               const char *pol, uint32_t pages)
 {
-    ubj_ino_t ino = ra_file(t, RA_FILE_PAGES, NULL);
+    ubj_ino_t ino = ra_file(t, pages, NULL);
     assert_ok(ubj_unmount(t->fs));
     t->fs = NULL;
     struct ubj_bdev *m;
@@ -314,44 +315,165 @@ static ubj_ino_t ra_on_model(struct tfs *t, const char *kind, const char *prof,
     return ino;
 }
 
-/* test_adaptive -- 128 sequential 4 KiB reads.  While the cost fit
- * cannot tell a from b, adaptive explores with windows of 1, 2, 4 ...
- * pages beyond the call.  On ssd:emmc (74.5 us a request against 16.4 us
- * a block, every window used) it then reads linux's windows: 160 blocks
- * in 9 requests (one more than linux: the cut first window), refusing
- * none; on nand:slc (no per-request cost: the fit's a is ~0 after 3
- * requests) it refuses every later window and reads the calls' pages
- * alone: 128 blocks in 122 requests, none wasted. */
+/* ra_drop_model -- unmount, destroy t's model device and keep the RAM
+ * device under it; remount with the default policy and remove "ra". */
+static void ra_drop_model(struct tfs *t)
+{
+    assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    if (ubj_model_is_model(t->dev)) {
+        struct ubj_bdev *ram = t->dev->lower;   /* the model goes, RAM stays */
+        t->dev->lower = NULL;
+        ubj_bdev_destroy(t->dev);
+        t->dev = ram;
+    }
+    ra_mount(t, NULL);
+    assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
+}
+
+/* One adaptive case: 4 KiB reads of pages 0, step, 2 step ... below 128
+ * on a device (kind NULL: the plain RAM device), and what the device
+ * then did. */
+struct ra_adcase {
+    const char *kind, *prof;
+    unsigned step;
+    uint64_t blocks, reads;
+    bool gated;
+    uint32_t pages, upto;   /* the file's pages and the reads' end (0: 160, 128) */
+    uint32_t call;          /* pages per call (0: 1) */
+};
+
+/* ra_adaptive_case -- run one case; returns whether it came out as
+ * expected (printing what it did). */
+static bool ra_adaptive_case(struct tfs *t, const struct ra_adcase *k)
+{
+    ubj_ino_t ino;
+    uint32_t pages = k->pages ? k->pages : RA_FILE_PAGES, upto = k->upto ? k->upto : 128;
+    if (k->kind != NULL) {
+        ino = ra_on_model(t, k->kind, k->prof, "adaptive", pages);
+    } else {
+        ino = ra_file(t, pages, "adaptive");
+    }
+    uint32_t call = k->call ? k->call : 1;
+    uint8_t *buf = malloc((size_t)call * UBJ_BS);
+    assert_non_null(buf);
+    for (uint64_t p = 0; p < upto; p += k->step) {
+        size_t len = (size_t)call * UBJ_BS;
+        assert_rc(ubj_pread(t->fs, ino, buf, len, (off_t)(p * UBJ_BS)), (ssize_t)len);
+        assert_int_equal(tpattern_check(buf, len, 3, p * UBJ_BS), len);
+    }
+    free(buf);
+    struct ubj_fs_stats s = ra_stats(t);
+    struct ubj_bdev_stats ds;
+    ubj_bdev_stats_get(t->dev, &ds);
+    fprintf(stderr, "  %s:%s step %u: %llu reads, %llu blocks, %llu refused\n",
+            k->kind ? k->kind : "ram", k->prof ? k->prof : "-", k->step,
+            (unsigned long long)ds.reads, (unsigned long long)(ds.bytes_read / UBJ_BS),
+            (unsigned long long)t->fs->ra_gated);
+    return ds.bytes_read == k->blocks * UBJ_BS && ds.reads == k->reads &&
+           (t->fs->ra_gated > 0) == k->gated && (k->step > 1 || s.ra_unused == 0);
+}
+
+/* The cases (docs/READAHEAD.md, "The adaptive policy"): with the cost the
+ * model declares adaptive never explores.  ssd:emmc (a 74.5 us, b 16.4
+ * us): sequential, linux's windows from the first call, the cap grown to
+ * 64 pages (8 a / b = 36): 160 blocks in 6 requests; strided (every
+ * other page, r = 1, gap 1: u = 1/2, gain 37 us > 2 x loss 16.4 us) it
+ * reads the skipped pages too, in windows: 128 blocks in 7 requests.
+ * nand:slc (a = 0): every window refused, the calls' pages alone: 128
+ * and 64 requests of one block.  hdd:modern7200 with the drive's
+ * read-ahead off (a sequential follow-on costs a turn, 8.3 ms, against
+ * 29 us a block): a 160-page file read from its start is read whole in
+ * one request (the small-file rule: 160 pages are within the 256-page
+ * window that cost calls for); reading 512 pages of a 1024-page file,
+ * once a window was used whole the cap grows to 256 pages, past
+ * linux's 32, and the ramp doubles on past it: 1020 blocks in 9 requests
+ * (linux's 32-page windows take 19).  A plain RAM device (no model, no
+ * cost, no clock): linux's windows, 160 blocks in 8 requests.  128 KiB
+ * calls every 256 KiB on ssd:emmc: the first call is taken for a stride
+ * of its own size (u = 1/2: 1.2 us gained a page against 8.2 us lost)
+ * but reads half its window, to see; the second call's gap of 32 pages
+ * confirms the stride and nothing beyond the calls is read: 112 blocks
+ * in 3 requests (linux: the skipped pages too). */
+static const struct ra_adcase ra_adcases[] = {
+    { "ssd", "emmc", 1, 160, 6, false, 0, 0, 0 },
+    { "ssd", "emmc", 2, 160, 7, false, 0, 0, 0 },
+    { "nand", "slc", 1, 128, 128, true, 0, 0, 0 },
+    { "nand", "slc", 2, 64, 64, true, 0, 0, 0 },
+    { "hdd", "modern7200,readahead_sectors=0", 1, 160, 1, false, 0, 0, 0 },
+    { "hdd", "modern7200,readahead_sectors=0", 1, 1020, 9, false, 1024, 512, 0 },
+    { NULL, NULL, 1, 160, 8, false, 0, 0, 0 },
+    { "ssd", "emmc", 64, 112, 3, true, 0, 160, 32 },
+};
+#define RA_NADCASES (sizeof ra_adcases / sizeof ra_adcases[0])
+
+/* test_adaptive -- every case of ra_adcases as expected. */
 static void test_adaptive(void **state)
 {
     struct tfs *t = TFS(state);
-    static const struct { const char *kind, *prof; uint64_t blocks, reads; bool gated; }
-    cases[] = {
-        { "ssd", "emmc", 160, 9, false }, { "nand", "slc", 128, 122, true },
+    for (size_t i = 0; i < RA_NADCASES; i++) {
+        if (i > 0)
+            ra_drop_model(t);
+        assert_true(ra_adaptive_case(t, &ra_adcases[i]));
+    }
+}
+
+/* test_broken_nocost -- the broken variant ra-no-cost (adaptive ignores
+ * the declared cost and explores): the cases on ssd:emmc and nand:slc
+ * are caught. */
+static void test_broken_nocost(void **state)
+{
+#if UBJ_TEST_HOOKS
+    struct tfs *t = TFS(state);
+    fs_ra_test_break_nocost(true);
+    unsigned caught = 0;
+    for (size_t i = 0; i < 4; i++) {
+        if (i > 0)
+            ra_drop_model(t);
+        caught += !ra_adaptive_case(t, &ra_adcases[i]);
+    }
+    fs_ra_test_break_nocost(false);
+    assert_int_equal(caught, 4);
+#else
+    (void)state;
+    skip();   /* the broken variant is compiled into test builds only */
+#endif
+}
+
+/* test_read_cost -- ubj_model_read_cost: the profiles' figures (ssd:emmc
+ * 74.5 us + 16.4 us a block; nand:slc no per-request term, 323 us a
+ * block; hdd:modern7200 with its read-ahead off: a sequential follow-on
+ * a turn, 8.33 ms, with it on a buffer hit, far more than either),
+ * forwarded through a wrapper above the model, -EOPNOTSUPP on a plain
+ * device, -EINVAL on NULL. */
+static void test_read_cost(void **state)
+{
+    struct tfs *t = TFS(state);
+    struct ubj_model_rcost k;
+    assert_rc(ubj_model_read_cost(t->dev, 0, &k), -EOPNOTSUPP);
+    assert_rc(ubj_model_read_cost(NULL, 0, &k), -EINVAL);
+    static const struct { const char *kind, *prof; double a0_us, afar_us, b_us; } cases[] = {
+        { "ssd", "emmc", 74.5, 74.5, 16.4 },
+        { "nand", "slc", 0, 0, 323.0 },
+        { "hdd", "modern7200,readahead_sectors=0", 8333.3, -1, 28.8 },
     };
-    for (size_t i = 0; i < 2; i++) {
-        if (i > 0) {
-            assert_ok(ubj_unmount(t->fs));
-            t->fs = NULL;
-            struct ubj_bdev *ram = t->dev->lower;   /* the model goes, RAM stays */
-            t->dev->lower = NULL;
-            ubj_bdev_destroy(t->dev);
-            t->dev = ram;
-            ra_mount(t, NULL);
-            assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "ra"));
-        }
-        ubj_ino_t ino = ra_on_model(t, cases[i].kind, cases[i].prof, "adaptive");
-        ra_read_pages(t, ino, 0, 128);
-        struct ubj_fs_stats s = ra_stats(t);
-        fprintf(stderr, "  %s:%s: %llu reads, %llu blocks, %llu refused\n",
-                cases[i].kind, cases[i].prof, (unsigned long long)ra_reads(t),
-                (unsigned long long)s.ra_blocks, (unsigned long long)t->fs->ra_gated);
-        struct ubj_bdev_stats ds;
-        ubj_bdev_stats_get(t->dev, &ds);
-        assert_int_equal(ds.bytes_read, cases[i].blocks * UBJ_BS);
-        assert_int_equal(ds.reads, cases[i].reads);
-        assert_int_equal(s.ra_unused, 0);
-        assert_int_equal(t->fs->ra_gated > 0, cases[i].gated);
+    for (size_t i = 0; i < 3; i++) {
+        struct ubj_bdev *ram, *m, *top;
+        assert_ok(ubj_bdev_ram_create(1024, &ram));
+        assert_ok(ubj_model_create(cases[i].kind, cases[i].prof, NULL, ram, &m));
+        assert_ok(ubj_bdev_fault_create(m, &top));
+        assert_ok(ubj_model_read_cost(top, 0, &k));
+        fprintf(stderr, "  %s:%s a(0) %.1f us, b %.1f us\n", cases[i].kind, cases[i].prof,
+                k.a_ns / 1e3, k.b_ns / 1e3);
+        assert_true(fabs(k.a_ns / 1e3 - cases[i].a0_us) <= 0.02 * cases[i].a0_us + 0.1);
+        assert_true(fabs(k.b_ns / 1e3 - cases[i].b_us) <= 0.05 * cases[i].b_us);
+        double a0 = k.a_ns;
+        assert_ok(ubj_model_read_cost(top, UBJ_MODEL_GAP_FAR, &k));
+        if (cases[i].afar_us >= 0)
+            assert_true(fabs(k.a_ns / 1e3 - cases[i].afar_us) <= 0.1);
+        else
+            assert_true(k.a_ns > a0 / 2 && k.a_ns > 100 * k.b_ns);   /* seek + half a turn */
+        ubj_bdev_destroy(top);
     }
 }
 
@@ -544,21 +666,28 @@ static void test_late(void **state)
 #endif
 
 /* test_marker -- the marker goes on the block asked for, only if this
- * call reads it, and ubj_cache_ra_probe takes it once. */
+ * call reads it, and ubj_cache_ra_probe takes it once; a block read
+ * ahead is UBJ_RA_UNUSED until a get takes it (adaptive's view of a
+ * window's fate). */
 static void test_marker(void **state)
 {
     (void)state;
     struct rc_env e;
     rc_make(&e);
     bool dropped;
+    const unsigned ra = UBJ_RA_CACHED | UBJ_RA_UNUSED;
     assert_int_equal(ubj_cache_readahead(e.c, 10, 4, 12, NULL, &dropped), 4);
-    assert_int_equal(ubj_cache_ra_probe(e.c, 11, true), UBJ_RA_CACHED);
-    assert_int_equal(ubj_cache_ra_probe(e.c, 12, false), UBJ_RA_CACHED | UBJ_RA_MARKED);
-    assert_int_equal(ubj_cache_ra_probe(e.c, 12, true), UBJ_RA_CACHED | UBJ_RA_MARKED);
-    assert_int_equal(ubj_cache_ra_probe(e.c, 12, true), UBJ_RA_CACHED);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 11, true), ra);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 12, false), ra | UBJ_RA_MARKED);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 12, true), ra | UBJ_RA_MARKED);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 12, true), ra);
     assert_int_equal(ubj_cache_ra_probe(e.c, 20, true), 0);
     /* already cached: neither read again nor marked */
     assert_int_equal(ubj_cache_readahead(e.c, 10, 4, 11, NULL, &dropped), 0);
+    assert_int_equal(ubj_cache_ra_probe(e.c, 11, false), ra);
+    struct ubj_buf *b;
+    assert_ok(ubj_cache_get(e.c, 11, 0, &b));   /* used: no longer unused */
+    ubj_cache_put(e.c, b);
     assert_int_equal(ubj_cache_ra_probe(e.c, 11, false), UBJ_RA_CACHED);
     rc_free(&e);
 }
@@ -574,6 +703,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_policy_names, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_oracle, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_adaptive, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_broken_nocost, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_read_cost, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_drop_caches, tfs_setup, tfs_teardown),
         cmocka_unit_test(test_never_evicts),
         cmocka_unit_test(test_late),

@@ -1,0 +1,324 @@
+/*
+ * raadapt.c -- the `adaptive` read-ahead policy's decisions (the read path
+ * that applies them is rapath.c; the windows it cuts are the engine's,
+ * readahead.c).  It owns three things:
+ *
+ *  - the device's cost of a read of k blocks, a + b k: declared by the
+ *    model (ubj_model_read_cost, from its profile, for a request `gap`
+ *    blocks after the stream's previous one), or, when nothing declares
+ *    one, measured (fs->ra_fit: a least-squares fit over the read-ahead
+ *    requests, timed on the model's clock; exploring small windows until
+ *    it can tell a from b);
+ *  - the stream's use: the used fraction of its read-ahead (a moving
+ *    average over its windows, each folded in when the reader passes its
+ *    end or when it leaves the ring of the last FS_RA_WINDOWS), and the
+ *    fraction its stride predicts (r pages read, then `gap` skipped);
+ *  - the gate (fs_ra_adaptive_len: how many of a window's pages beyond the
+ *    call to read), the window's cap (ra_cap: linux's 128 KiB, grown up
+ *    to 1 MiB while the per-request term dominates a window's transfer
+ *    and the stream uses what it reads) and a small file's rest
+ *    (fs_ra_adaptive_tail: read in the same request when the follow-on
+ *    request would cost more).
+ *
+ * docs/READAHEAD.md, "The oracle and the adaptive policy", has the rules, the state
+ * diagram and the figures.  Everything here runs under the mount lock
+ * (rapath.c S1) and only under FS_RA_ADAPTIVE.
+ *
+ * Invariants:
+ *  A1 0 <= s->p_used <= 1 (a moving average of fractions in [0, 1]).
+ *  A2 fs_ra_adaptive_len(c, x, ...) <= x: of the engine's window adaptive
+ *     reads a part; past it only fs_ra_adaptive_tail reads, and only up
+ *     to the end of a file no larger than ra_want's window.
+ *  A3 s->ra.ra_pages is the advice's window (fs_ra_stream_advise) or a
+ *     power of two up to UBJ_CACHE_RUN_MAX above it (ra_cap).
+ */
+#include <errno.h>
+#include <math.h>
+#include "fs/fs.h"
+#include "ubjfs/model.h"
+
+#define RA_EXPLORE 1u        /* measuring: pages ahead at first, doubling
+                                with each measured request */
+#define RA_NEAR_GAP 256u     /* a stride gap up to this is "near": the disk
+                                passes it rather than seeks */
+#define RA_CAP_RATIO 8.0     /* grow the cap until a <= b x pages / 8 */
+#define RA_CAP_USE 0.9       /* ... while the stream uses this much */
+#define RA_CAP_FOLDS 1u      /* ... of at least this many windows */
+
+#if UBJ_TEST_HOOKS
+static bool ra_break_nocost;   /* the broken variant ra-no-cost */
+
+/* fs_ra_test_break_nocost -- see fs.h. */
+void fs_ra_test_break_nocost(bool no_cost)
+{
+    ra_break_nocost = no_cost;
+}
+#endif
+
+/* ra_cost -- the cost the device declares for a request `gap` blocks
+ * after the stream's previous one: 0, or -EOPNOTSUPP (none). */
+static int ra_cost(struct fs_ra_call *c, uint64_t gap, struct ubj_model_rcost *k)
+{
+#if UBJ_TEST_HOOKS
+    if (ra_break_nocost)
+        return -EOPNOTSUPP;   /* broken variant ra-no-cost: never asked */
+#endif
+    int rc = c->md != NULL ? ubj_model_read_cost(c->md, gap, k) : -EOPNOTSUPP;
+    if (rc < 0)
+        ubj_clear_error();
+    return rc;
+}
+
+/* fs_ra_now -- the model's clock, ns (0 without a model). */
+uint64_t fs_ra_now(struct ubj_bdev *md)
+{
+    struct ubj_clock *clk = md ? ubj_model_clock(md) : NULL;
+    return clk ? ubj_clock_now(clk) : 0;
+}
+
+/* fs_ra_fit_add -- measuring: one request of k blocks took t ns. */
+void fs_ra_fit_add(struct fs_ra_fit *f, double k, double t)
+{
+    f->n += 1;
+    f->sk += k;
+    f->st += t;
+    f->skk += k * k;
+    f->skt += k * t;
+    f->stt += t * t;
+}
+
+/* ra_fit_get -- the fit's a (ns per request) and b (ns per block), and
+ * whether the line explains the requests (relative RMS residual below
+ * 5%, a >= 0: a device whose cost is a + b k, as flash and SSD models;
+ * a disk's seeks and buffer hits are not).  false while it cannot tell a
+ * from b (fewer than 3 requests, or one size). */
+static bool ra_fit_get(const struct fs_ra_fit *f, double *a, double *b, bool *linear)
+{
+    double det = f->n * f->skk - f->sk * f->sk;
+    if (f->n < 3 || det < 1e-9 * f->n * f->skk)
+        return false;
+    *b = (f->n * f->skt - f->sk * f->st) / det;
+    *a = (f->st - *b * f->sk) / f->n;
+    double sse = f->stt - *a * f->st - *b * f->skt, mean = f->st / f->n;
+    *linear = *a >= -0.01 * mean && sse <= 0.0025 * mean * mean * f->n;
+    return true;
+}
+
+/* ra_gap -- the stream's gap before this call: pages between where its
+ * previous call ended and this call's first page; UBJ_MODEL_GAP_FAR for
+ * the first call, a backward or a far jump (another stream on the same
+ * state, or a random read). */
+static uint64_t ra_gap(const struct fs_ra_call *c)
+{
+    int64_t prev = c->s->ra.prev_pos;
+    if (prev < 0)
+        return UBJ_MODEL_GAP_FAR;
+    uint64_t next = ((uint64_t)prev >> 12) + (((uint64_t)prev & 4095u) == 0);
+    if (c->first < next || c->first - next > RA_NEAR_GAP)
+        return UBJ_MODEL_GAP_FAR;
+    return c->first - next;
+}
+
+/* ra_gate -- the test on cost a + b k and use u, for x pages beyond a
+ * call of r: a used page saves its share a / r of the request the call
+ * would otherwise make, a wasted one costs b: gain = u a / r, loss =
+ * (1 - u) b.  All x when gain > 2 loss (grow, as linux ramps), x / 2
+ * when gain > loss (shrink), else none (off) but a probe of 4 pages
+ * every 16th refusal, to measure u again. */
+static uint32_t ra_gate(struct fs_ra_call *c, uint32_t x, double a, double b, double u)
+{
+    double r = (double)(c->last - c->first);
+    double gain = u * a / r, loss = (1 - u) * b;
+    if (gain > 2 * loss)
+        return x;
+    if (gain > loss)
+        return x / 2 > 0 ? x / 2 : 1;
+    c->fs->ra_gated++;
+    if (++c->s->w_off % 16 == 0)
+        return x < 4 ? x : 4;
+    return 0;
+}
+
+/* ra_measured_len -- the gate on the measured cost (no model declares
+ * one): while the fit cannot tell a from b, RA_EXPLORE pages, twice as
+ * many after each measured request, of a window that continues the call
+ * (`ahead`, an asynchronous window, is not read: a cut one would leave a
+ * hole before it); a linear fit with a <= 0.1 b: never (raw NAND); a fit
+ * that is not linear (a disk): a taken as large, u alone decides. */
+static uint32_t ra_measured_len(struct fs_ra_call *c, uint32_t x, bool ahead)
+{
+    struct ubj_fs *fs = c->fs;
+    double a, b;
+    bool linear = false;
+    if (!ra_fit_get(&fs->ra_fit, &a, &b, &linear)) {
+        uint32_t cap = RA_EXPLORE << (fs->ra_fit.n < 8 ? (unsigned)fs->ra_fit.n : 8u);
+        return ahead ? 0 : x < cap ? x : cap;
+    }
+    if (b < 1)
+        b = 1;
+    if (linear && a <= 0.1 * b) {
+        fs->ra_gated++;
+        return 0;
+    }
+    return ra_gate(c, x, linear ? a : 1e9 * b, b, c->s->p_used);
+}
+
+/* fs_ra_adaptive_len -- how many of the `x` pages a window asks for beyond
+ * the call adaptive reads (A2).  With a declared cost: none ever when the
+ * device has no per-request term worth a block anywhere (raw NAND:
+ * reading ahead only wastes), else the gate with a for this stream's gap
+ * and u the stream's measured use -- but at most r / (r + gap) when the
+ * stream strides (it skipped `gap` pages after its last call, as before
+ * it, or at most 4 r: those pages will be skipped again; a stream's first
+ * call of r > 1 pages is taken for a stride of gap r, and given at least
+ * half the window either way), and at least
+ * RA_CAP_USE for an asynchronous window otherwise (a hit of the marker:
+ * the stream read its window up to there).  Asynchronous windows are read
+ * as any other.  Without a declared cost, the measured one
+ * (ra_measured_len).  Without a model (nothing to measure on): all x,
+ * linux's windows. */
+uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
+{
+    struct ubj_model_rcost far, k;
+    if (c->md == NULL)
+        return x;
+    if (ra_cost(c, UBJ_MODEL_GAP_FAR, &far) < 0)
+        return ra_measured_len(c, x, ahead);
+    if (far.a_ns <= far.b_ns) {
+        c->fs->ra_gated++;
+        return 0;   /* no per-request cost: never pays */
+    }
+    uint64_t gap = ra_gap(c);
+    double u = c->s->p_used, r = (double)(c->last - c->first);
+    bool first = c->s->ra.prev_pos < 0 && c->last - c->first > 1;
+    if (first)
+        gap = c->last - c->first;   /* a first call of several pages: it may
+                                       skip as much as it reads */
+    bool stride = gap != UBJ_MODEL_GAP_FAR && gap > 0 &&
+                  (gap == c->s->gap_prev || (double)gap <= 4 * r);
+    if (stride)
+        u = fmin(u, r / (r + (double)gap));
+    else if (ahead)
+        u = fmax(u, RA_CAP_USE);
+    if (ra_cost(c, gap, &k) < 0)
+        k = far;
+    uint32_t keep = ra_gate(c, x, k.a_ns, k.b_ns > 1 ? k.b_ns : 1, u);
+    return first && keep < x / 2 ? x / 2 : keep;   /* ... or not: half, to see */
+}
+
+/* ra_window_fold -- window w's used fraction enters the stream's average
+ * (A1); the slot is free after.  With the call `c` (the window leaves the
+ * ring) its pages any call got since (cached, no longer marked unused by
+ * the cache) count too: pages another query of the same file used later
+ * were worth reading; without it (the stream passed the window) only the
+ * stream's own uses count. */
+static void ra_window_fold(struct fs_ra_stream *s, uint32_t w, struct fs_ra_call *c)
+{
+    if (s->w_len[w] == 0)
+        return;
+    uint32_t used = s->w_used[w];
+    if (c != NULL && c->r->ino == s->ino) {
+        uint32_t got = 0;
+        for (uint64_t p = s->w_start[w]; p < s->w_start[w] + s->w_len[w]; p++) {
+            unsigned b = fs_ra_probe(c, p);
+            got += (b & UBJ_RA_CACHED) && !(b & UBJ_RA_UNUSED);
+        }
+        used = got > used ? got : used;
+    }
+    s->p_used = 0.7 * s->p_used + 0.3 * (double)used / s->w_len[w];
+    s->w_len[w] = 0;
+    s->w_folds++;
+}
+
+/* fs_ra_window_note -- a window of pages [start, start + n) beyond the
+ * calls was read ahead; it replaces the ring's oldest (folded first). */
+void fs_ra_window_note(struct fs_ra_call *c, uint64_t start, uint32_t n)
+{
+    struct fs_ra_stream *s = c->s;
+    uint32_t w = s->w_head;
+    ra_window_fold(s, w, c);
+    s->w_start[w] = s->w_next[w] = start;
+    s->w_len[w] = n;
+    s->w_used[w] = 0;
+    s->w_head = (w + 1) % FS_RA_WINDOWS;
+}
+
+/* ra_window_use -- page is read by a call: count it in the tracked window
+ * it falls in (once: pages taken in increasing order); a window whose end
+ * the stream has just passed (the page within a window's length past
+ * it) is complete, and folded in at once. */
+static void ra_window_use(struct fs_ra_stream *s, uint64_t page)
+{
+    bool moved = s->gap_cur != UBJ_MODEL_GAP_FAR;   /* forward, not a jump */
+    for (uint32_t w = 0; w < FS_RA_WINDOWS; w++) {
+        uint64_t end = s->w_start[w] + s->w_len[w];
+        if (s->w_len[w] == 0)
+            continue;
+        if (page >= s->w_next[w] && page < end) {
+            s->w_used[w]++;
+            s->w_next[w] = page + 1;
+        } else if (page == end || (moved && page > end && page <= end + s->w_len[w])) {
+            ra_window_fold(s, w, NULL);
+        }
+    }
+}
+
+/* ra_want -- the window at which the per-request term a (for a request
+ * `gap` blocks after the previous) is at most an eighth of its transfer:
+ * the power of two from `base` up, at most UBJ_CACHE_RUN_MAX (1 MiB, the
+ * oracle's largest request); `base` when no cost is declared. */
+static uint32_t ra_want(struct fs_ra_call *c, uint32_t base, uint64_t gap)
+{
+    struct ubj_model_rcost k;
+    uint32_t cap = base;
+    if (base == 0 || ra_cost(c, gap, &k) < 0 || k.b_ns <= 0)
+        return base;
+    double want = RA_CAP_RATIO * k.a_ns / k.b_ns;
+    while (cap < UBJ_CACHE_RUN_MAX && cap < want)
+        cap *= 2;
+    return cap > UBJ_CACHE_RUN_MAX && UBJ_CACHE_RUN_MAX > base ? UBJ_CACHE_RUN_MAX : cap;
+}
+
+/* ra_cap -- the stream's largest window for this call (A3): the advice's,
+ * grown to ra_want once the stream used at least RA_CAP_USE of what it
+ * read, over RA_CAP_FOLDS window(s) or more. */
+static void ra_cap(struct fs_ra_call *c)
+{
+    struct fs_ra_stream *s = c->s;
+    uint32_t base = s->advice == UBJ_FADV_SEQUENTIAL ? 2 * c->fs->ra_pages : c->fs->ra_pages;
+    s->ra.ra_pages = s->w_folds >= RA_CAP_FOLDS && s->p_used >= RA_CAP_USE
+                     ? ra_want(c, base, ra_gap(c)) : base;
+}
+
+/* fs_ra_adaptive_tail -- the gate kept [xs, xs + keep) of a window; if
+ * the file ends within ra_want's window for a sequential follow-on (gap
+ * 0: the request the rest would take), the rest of it too when reading
+ * it now costs less than the request it would take later: with T pages
+ * left, u a(0) > (1 - u) T b (a small file read from its start is read in
+ * one request, as the oracle reads it) -- unless the device reads ahead
+ * itself (a disk's drive read-ahead: a follow-on costs under a quarter of
+ * a request elsewhere, and its buffer streams what the host would wait
+ * for).  The pages to read from xs. */
+uint32_t fs_ra_adaptive_tail(struct fs_ra_call *c, uint64_t xs, uint32_t keep)
+{
+    struct ubj_model_rcost k, far;
+    uint64_t end = xs + keep;
+    if (end >= c->npages || c->npages > ra_want(c, c->s->ra.ra_pages, 0) ||
+        ra_cost(c, 0, &k) < 0 || ra_cost(c, UBJ_MODEL_GAP_FAR, &far) < 0 ||
+        k.a_ns < far.a_ns / 4)
+        return keep;   /* a drive that reads ahead itself: its follow-on is a hit */
+    double t = (double)(c->npages - end), u = c->s->p_used;
+    return u * k.a_ns > (1 - u) * t * k.b_ns ? (uint32_t)(c->npages - xs) : keep;
+}
+
+/* fs_ra_adaptive_step -- before page `page` of the call is got: at the
+ * call's first page the window's cap, and the page's use. */
+void fs_ra_adaptive_step(struct fs_ra_call *c, uint64_t page)
+{
+    if (page == c->first) {
+        ra_cap(c);
+        c->s->gap_prev = c->s->gap_cur;
+        c->s->gap_cur = ra_gap(c);
+    }
+    ra_window_use(c->s, page);
+}
