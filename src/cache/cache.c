@@ -19,8 +19,9 @@
  * modern7200,write_cache=0 take 308 s of virtual time against 7.0 s on
  * the bare model (docs/PERFORMANCE.md); why is not understood yet.
  * Write-back, write_home and write_bufs wait for their own requests (a
- * struct cache_batch), on the model's clock too outside the asynchronous
- * bracket, and raise them to time-critical when they wait.  A waiter
+ * struct cache_batch), on the model's clock too unless the caller says
+ * nobody waits (UBJ_WB_BACKGROUND), and raise them to time-critical when
+ * they wait.  A waiter
  * drives a request queue below (ubj_bdev_drain: on the virtual clock
  * nothing completes by itself) instead of sleeping
  * (cache_io_wait_locked).  Reads of a miss or a run stay synchronous
@@ -873,11 +874,19 @@ static void cache_io_end_locked(struct ubj_cache *c, const struct cache_wb_ent *
 
 /* ---- asynchronous writes ------------------------------------------------- */
 
-/* cache_batch_init -- an empty batch; its waiter waits on the model's
- * clock too unless the thread is inside the asynchronous bracket. */
-static struct cache_batch cache_batch_init(void)
+/* cache_flush_crit -- the class of a flush the caller's flags ask for:
+ * time-critical unless nobody waits (UBJ_WB_BACKGROUND). */
+static inline enum ubj_req_crit cache_flush_crit(unsigned flags)
 {
-    return (struct cache_batch){ .wait_clock = !ubj_model_async_active() };
+    return (flags & UBJ_WB_BACKGROUND) ? UBJ_CRIT_NONCRITICAL : UBJ_CRIT_CRITICAL;
+}
+
+/* cache_batch_init -- an empty batch; its waiter waits on the model's
+ * clock too unless the caller's flags say UBJ_WB_BACKGROUND (nobody
+ * waits: the timer's tick, an early checkpoint). */
+static struct cache_batch cache_batch_init(unsigned flags)
+{
+    return (struct cache_batch){ .wait_clock = !(flags & UBJ_WB_BACKGROUND) };
 }
 
 /*
@@ -1137,7 +1146,7 @@ static bool cache_clock_dirty_locked(struct ubj_cache *c, struct ubj_buf *b,
     /* not waited for -- but over a request queue it is (see the header:
      * unwaited victims held in a queue made a sequential stream 44 times
      * slower on the virtual clock; cause not found yet) */
-    struct cache_batch bt = cache_batch_init();
+    struct cache_batch bt = cache_batch_init(0);   /* the getter's */
     uint64_t t0 = cache_clock_ns(c);
     int rc = cache_write_one_locked(c, b, wflags, c->drives ? &bt : NULL, &verdict);
     cache_count_wait_locked(c, &c->stats.victim_wait_ns, t0);
@@ -2322,7 +2331,14 @@ void ubj_cache_clear_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f)
 /* ubj_cache_write_home -- write the referenced buffer b home now. */
 int ubj_cache_write_home(struct ubj_cache *c, struct ubj_buf *b)
 {
-    struct cache_batch bt = cache_batch_init();
+    return ubj_cache_write_home_flags(c, b, 0);
+}
+
+/* ubj_cache_write_home_flags -- the same; UBJ_WB_BACKGROUND: nobody waits. */
+int ubj_cache_write_home_flags(struct ubj_cache *c, struct ubj_buf *b,
+                               unsigned flags)
+{
+    struct cache_batch bt = cache_batch_init(flags);
     pthread_mutex_lock(&c->lock);
     assert(b->refcnt > 0);
     while (b->io_busy)
@@ -2504,7 +2520,7 @@ static void cache_wb_write(struct ubj_cache *c, const struct cache_hk *hk,
  * the runs in flight together; wait for them all. */
 int ubj_cache_writeback(struct ubj_cache *c, unsigned flags)
 {
-    struct cache_batch bt = cache_batch_init();
+    struct cache_batch bt = cache_batch_init(flags);
     pthread_mutex_lock(&c->wb_lock);
     pthread_mutex_lock(&c->lock);
     uint32_t n = cache_wb_collect_locked(c, flags);
@@ -2521,7 +2537,7 @@ int ubj_cache_writeback(struct ubj_cache *c, unsigned flags)
 #endif
 
     if (flags & UBJ_WB_FLUSH) {
-        int frc = ubj_bdev_flush(c->dev);
+        int frc = ubj_bdev_flush_crit(c->dev, cache_flush_crit(flags));
         if (rc == 0)
             rc = frc;
     }
@@ -2804,7 +2820,7 @@ uint64_t ubj_cache_take_cold_frozen(struct ubj_cache *c)
 
 /* ubj_cache_write_bufs -- write listed buffers home, states unchanged. */
 int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
-                         const uint64_t *txid, uint32_t n)
+                         const uint64_t *txid, uint32_t n, unsigned flags)
 {
     if (n == 0)
         return 0;
@@ -2825,7 +2841,7 @@ int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
     pthread_mutex_unlock(&c->lock);
 
     qsort(c->wb_ents, n, sizeof *c->wb_ents, cache_bufs_cmp);
-    struct cache_batch bt = cache_batch_init();
+    struct cache_batch bt = cache_batch_init(flags);
     cache_wb_write(c, NULL, n, false, 0, &bt);   /* FROZEN: no snapshot, no hooks */
     int rc = cache_batch_wait(c, &bt);   /* each ended, state kept */
     pthread_mutex_unlock(&c->wb_lock);

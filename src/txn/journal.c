@@ -220,13 +220,13 @@ static int jnl_fail(struct jnl_state *s, int rc)
     return rc;
 }
 
-/* jnl_flush -- flush the device, counted. */
-static int jnl_flush(struct ubj_txn *t)
+/* jnl_flush -- flush the device at class crit (ubj_bdev_flush_crit), counted. */
+static int jnl_flush(struct ubj_txn *t, enum ubj_req_crit crit)
 {
     t->stats.dev_flushes++;
     jnl_trace("flush %llu on %s", (unsigned long long)__atomic_load_n(
               &t->dev->stats.flushes, __ATOMIC_RELAXED) + 1, t->dev->ops->name);
-    return ubj_bdev_flush(t->dev);
+    return ubj_bdev_flush_crit(t->dev, crit);
 }
 
 /* jnl_next -- the log position after pos. */
@@ -334,6 +334,7 @@ struct jnl_lw {
     uint64_t stage_pos;      /* position of iobuf[0] */
     uint32_t nstage;
     uint32_t crc, nblocks;   /* the transaction checksum so far */
+    enum ubj_req_crit crit;  /* the class of its writes (jnl_commit_quiet) */
 };
 
 /* jnl_lw_flush -- write the staged blocks.  0 or the device's error. */
@@ -342,7 +343,8 @@ static int jnl_lw_flush(struct jnl_lw *w)
     if (w->nstage == 0)
         return 0;
     struct jnl_state *s = w->s;
-    int rc = ubj_bdev_write(w->t->dev, s->g.start + w->stage_pos, w->nstage, s->iobuf);
+    int rc = ubj_bdev_write_crit(w->t->dev, s->g.start + w->stage_pos, w->nstage,
+                                 s->iobuf, w->crit);
     w->t->stats.bytes_journal += (uint64_t)w->nstage * JNL_BS;
     w->nstage = 0;
     return rc;
@@ -568,7 +570,7 @@ static int jnl_entry_cmp(const void *a, const void *b)
 
 /* jnl_write_listed -- write the listed data buffers that are still dirty,
  * unjournaled data of their block, home in block order.  0 or -EIO. */
-static int jnl_write_listed(struct ubj_txn *t)
+static int jnl_write_listed(struct ubj_txn *t, enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
     if (s->ndata > 1)
@@ -581,7 +583,7 @@ static int jnl_write_listed(struct ubj_txn *t)
         struct ubj_buf_view v = ubj_cache_peek(t->cache, b);
         if (b->idx == s->data[k].idx && v.state == UBJ_BUF_DIRTY &&
             v.kind == UBJ_KIND_DATA && !(v.flags & UBJ_BUF_PINNED))
-            rc = ubj_cache_write_home(t->cache, b);
+            rc = ubj_cache_write_home_flags(t->cache, b, ubj_crit_wb(crit));
         ubj_cache_put(t->cache, b);   /* else written, dropped or journaled */
     }
     return rc;
@@ -590,12 +592,13 @@ static int jnl_write_listed(struct ubj_txn *t)
 /* jnl_write_data -- write unjournaled dirty data home (ordered data, or
  * writeback's before an fsync): the listed buffers, or when there were too
  * many to list every dirty unpinned buffer; with flush, make it durable. */
-static int jnl_write_data(struct ubj_txn *t, bool flush)
+static int jnl_write_data(struct ubj_txn *t, bool flush, enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
-    int rc = s->data_all ? ubj_cache_writeback(t->cache, 0) : jnl_write_listed(t);
+    int rc = s->data_all ? ubj_cache_writeback(t->cache, ubj_crit_wb(crit))
+                         : jnl_write_listed(t, crit);
     if (rc == 0 && flush)
-        rc = jnl_flush(t);
+        rc = jnl_flush(t, crit);
     if (rc == 0) {
         s->data_pending = false;
         s->data_all = false;
@@ -604,16 +607,17 @@ static int jnl_write_data(struct ubj_txn *t, bool flush)
     return rc;
 }
 
-static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit);
+static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit,
+                                 enum ubj_req_crit crit);
 
 /* jnl_fit -- make room in the log for a transaction of `blocks` blocks
  * (checkpoint without committing).  0 or an error (-ENOSPC: too big). */
-static int jnl_fit(struct ubj_txn *t, uint64_t blocks)
+static int jnl_fit(struct ubj_txn *t, uint64_t blocks, enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
     if (blocks <= jnl_log_free(s))
         return 0;
-    int rc = jnl_checkpoint_locked(t, false);
+    int rc = jnl_checkpoint_locked(t, false, crit);
     if (rc < 0)
         return rc;
     if (blocks <= jnl_log_free(s))
@@ -636,7 +640,7 @@ static int jnl_commit_log(struct ubj_txn *t, uint64_t T, uint32_t n,
     if (s->js_clean) {                          /* J4 */
         s->js->start = s->head;
         s->js->sequence = T;
-        rc = ubj_jsuper_write(&s->g, s->js);
+        rc = ubj_jsuper_write(&s->g, s->js, w->crit);
         t->stats.bytes_journal += JNL_BS;
         s->js_clean = false;
         sb_flush = true;
@@ -648,19 +652,23 @@ static int jnl_commit_log(struct ubj_txn *t, uint64_t T, uint32_t n,
     if (rc == 0)
         rc = jnl_lw_flush(w);
     if (rc == 0 && (!s->async || sb_flush) && !jnl_broken(UBJ_JBREAK_COMMIT_FLUSH))
-        rc = jnl_flush(t);
+        rc = jnl_flush(t, w->crit);
     if (rc == 0)
         rc = jnl_write_commit(w, T);
     if (rc == 0)
-        rc = jnl_flush(t);
+        rc = jnl_flush(t, w->crit);
     return rc;
 }
 
 /* jnl_commit_quiet -- commit the running transaction, inside the barrier
  * (J7): phase 1 (ordered) data home, phases 2-3 in jnl_commit_log, phase
  * 4 bookkeeping.  `wait`: fsync/sync/unmount (writeback mode writes its
- * data first). */
-static int jnl_commit_quiet(struct ubj_txn *t, bool wait)
+ * data first).  crit: the class of its I/O (UBJ_CRIT_CRITICAL, or lower
+ * for the timer's tick: nobody waits on the clock).  Each step's writes
+ * have completed before the next is submitted (the _crit calls and the
+ * cache return only then), so the order log blocks, flush, commit block,
+ * flush holds over a reordering queue too. */
+static int jnl_commit_quiet(struct ubj_txn *t, bool wait, enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
     ubj_txn_assert_quiet(t, "journal commit");   /* J7: every build */
@@ -674,18 +682,19 @@ static int jnl_commit_quiet(struct ubj_txn *t, bool wait)
     int rc = 0;
     if (n == 0 && s->revokes.n == 0) {           /* nothing to log */
         if (data)
-            rc = jnl_write_data(t, wait);
+            rc = jnl_write_data(t, wait, crit);
         jnl_running_reset(s);
         return rc < 0 ? jnl_fail(s, ubj_set_error(rc, "journal: writing data "
                                  "home failed: %s", strerror(-rc))) : 0;
     }
     uint64_t T = t->txid, start = s->head;
-    rc = jnl_fit(t, jnl_txn_blocks(n, s->revokes.n));
+    rc = jnl_fit(t, jnl_txn_blocks(n, s->revokes.n), crit);
     if (rc < 0)
         return rc;
     if (data)                                    /* phase 1 */
-        rc = jnl_write_data(t, s->async && s->fl == JNL_ORDERED);
-    struct jnl_lw w = { .t = t, .s = s, .pos = s->head, .crc = s->g.seed };
+        rc = jnl_write_data(t, s->async && s->fl == JNL_ORDERED, crit);
+    struct jnl_lw w = { .t = t, .s = s, .pos = s->head, .crc = s->g.seed,
+                        .crit = crit };
     if (rc == 0)
         rc = jnl_commit_log(t, T, n, &w);        /* phases 2-3 */
     if (rc < 0)
@@ -701,11 +710,11 @@ static int jnl_commit_quiet(struct ubj_txn *t, bool wait)
 }
 
 /* jnl_commit_locked -- take the barrier (wait for the open handles to
- * stop: LOCKED, then COMMITTING), commit, lift it (J7). */
-static int jnl_commit_locked(struct ubj_txn *t, bool wait)
+ * stop: LOCKED, then COMMITTING), commit (I/O at class crit), lift it (J7). */
+static int jnl_commit_locked(struct ubj_txn *t, bool wait, enum ubj_req_crit crit)
 {
     ubj_txn_lock_updates(t);
-    int rc = jnl_commit_quiet(t, wait);
+    int rc = jnl_commit_quiet(t, wait, crit);
     ubj_txn_unlock_updates(t);
     return rc;
 }
@@ -730,7 +739,7 @@ static int jnl_logged_prune(struct jnl_state *s, uint64_t tid)
 
 /* jnl_advance_tail -- drop the live transactions before `tid` (all of
  * them home and flushed) and persist the new tail (J5). */
-static int jnl_advance_tail(struct ubj_txn *t, uint64_t tid)
+static int jnl_advance_tail(struct ubj_txn *t, uint64_t tid, enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
     uint32_t drop = 0;
@@ -745,10 +754,10 @@ static int jnl_advance_tail(struct ubj_txn *t, uint64_t tid)
         return jnl_fail(s, ubj_set_error(rc, "journal: out of memory"));
     s->js->start = s->nlive ? s->live[0].start : s->head;
     s->js->sequence = s->nlive ? s->live[0].tid : t->txid;
-    rc = ubj_jsuper_write(&s->g, s->js);
+    rc = ubj_jsuper_write(&s->g, s->js, crit);
     t->stats.bytes_journal += JNL_BS;
     if (rc == 0)
-        rc = jnl_flush(t);
+        rc = jnl_flush(t, crit);
     if (rc < 0)
         return jnl_fail(s, ubj_set_error(rc, "journal: cannot move the log tail: %s",
                                          strerror(-rc)));
@@ -788,8 +797,9 @@ static uint64_t jnl_ckpt_pick(struct ubj_txn *t, uint32_t *nw)
 /* jnl_checkpoint_locked -- write the committed buffers home, flush, and
  * move the tail as far as J3 allows.  At a handle boundary with
  * may_commit, the running transaction commits first, so that nothing
- * blocks the tail and the whole log empties. */
-static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit)
+ * blocks the tail and the whole log empties.  I/O at class crit. */
+static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit,
+                                 enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
     if (s->rdonly)
@@ -798,14 +808,14 @@ static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit)
         return ubj_set_error(s->error, "journal: aborted after an error");
     int rc = 0;
     if (may_commit && ubj_txn_safe_point(t) && !jnl_running_empty(s) &&
-        (rc = jnl_commit_locked(t, false)) < 0)
+        (rc = jnl_commit_locked(t, false, crit)) < 0)
         return rc;
     uint32_t nw;
     uint64_t blocker = jnl_ckpt_pick(t, &nw);
     if (nw > 0) {
-        rc = ubj_cache_writeback(t->cache, 0);
+        rc = ubj_cache_writeback(t->cache, ubj_crit_wb(crit));
         if (rc == 0 && !jnl_broken(UBJ_JBREAK_CKPT_FLUSH))
-            rc = jnl_flush(t);
+            rc = jnl_flush(t, crit);
     }
     uint64_t done = 0;
     for (uint32_t k = 0; k < nw; k++) {
@@ -831,7 +841,7 @@ static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit)
               (unsigned long long)(blocker < t->txid ? blocker : t->txid),
               (unsigned long long)t->txid, s->nlive);
     uint32_t before = s->nlive;
-    rc = jnl_advance_tail(t, blocker < t->txid ? blocker : t->txid);
+    rc = jnl_advance_tail(t, blocker < t->txid ? blocker : t->txid, crit);
     if (done > 0 || s->nlive < before)
         t->stats.checkpoints++;
     s->ticks_live = 0;
@@ -1033,10 +1043,10 @@ static int jnl_mark_clean(struct ubj_txn *t)
         return 0;
     s->js->start = 0;
     s->js->sequence = t->txid;
-    int rc = ubj_jsuper_write(&s->g, s->js);
+    int rc = ubj_jsuper_write(&s->g, s->js, UBJ_CRIT_CRITICAL);
     t->stats.bytes_journal += JNL_BS;
     if (rc == 0)
-        rc = jnl_flush(t);
+        rc = jnl_flush(t, UBJ_CRIT_CRITICAL);
     if (rc == 0)
         s->js_clean = true;
     return rc;
@@ -1050,9 +1060,9 @@ static int jnl_unmount(struct ubj_txn *t)
         return 0;
     int rc = 0;
     if (!s->rdonly) {
-        rc = jnl_commit_locked(t, true);
+        rc = jnl_commit_locked(t, true, UBJ_CRIT_CRITICAL);
         if (rc == 0)
-            rc = jnl_checkpoint_locked(t, true);
+            rc = jnl_checkpoint_locked(t, true, UBJ_CRIT_CRITICAL);
         if (rc == 0 && s->nlive != 0)
             rc = ubj_set_error(-EIO, "journal: %u transactions could not be "
                                "checkpointed", s->nlive);
@@ -1085,12 +1095,12 @@ static int jnl_make_room(struct ubj_handle *h)
     /* a transaction that freed many blocks commits too, so that reusing
      * them (J6: journaled while their free is uncommitted) stays rare */
     if (s->nrun >= s->max_txn || s->freed.n >= s->max_txn)
-        rc = jnl_commit_locked(t, false);
+        rc = jnl_commit_locked(t, false, UBJ_CRIT_CRITICAL);
     uint64_t open = ubj_txn_outstanding(t);
     uint32_t all = open + credits > UINT32_MAX ? UINT32_MAX : (uint32_t)(open + credits);
     if (rc == 0 && (jnl_log_free(s) < jnl_reserve(s, all) ||
                     s->nowned > s->nbufs / 2))
-        rc = jnl_checkpoint_locked(t, true);
+        rc = jnl_checkpoint_locked(t, true, UBJ_CRIT_CRITICAL);
     h->priv = s->nrun + (credits < s->loglen / 2 ? credits : s->loglen / 2);
     return rc;
 }
@@ -1237,27 +1247,29 @@ static int jnl_commit(struct ubj_txn *t, unsigned flags)
     struct jnl_state *s = jnl_of(t);
     if (s->rdonly)
         return 0;
-    int rc = jnl_commit_locked(t, (flags & UBJ_COMMIT_WAIT) != 0);
+    int rc = jnl_commit_locked(t, (flags & UBJ_COMMIT_WAIT) != 0, UBJ_CRIT_CRITICAL);
     if (rc == 0 && (flags & UBJ_COMMIT_SYNC))
-        rc = jnl_checkpoint_locked(t, true);
+        rc = jnl_checkpoint_locked(t, true, UBJ_CRIT_CRITICAL);
     return rc;
 }
 
 /* jnl_tick -- the timer: commit; checkpoint when the log is half full,
- * committed buffers fill half the cache, or after 6 ticks. */
-static int jnl_tick(struct ubj_txn *t)
+ * committed buffers fill half the cache, or after 6 ticks.  The I/O's
+ * class from the caller's flags (ubj_tick_crit). */
+static int jnl_tick(struct ubj_txn *t, unsigned flags)
 {
     struct jnl_state *s = jnl_of(t);
+    enum ubj_req_crit crit = ubj_tick_crit(flags);
     if (s->rdonly || s->error)
         return 0;
-    int rc = jnl_commit_locked(t, false);
+    int rc = jnl_commit_locked(t, false, crit);
     if (rc < 0)
         return rc;
     if (s->nlive > 0)
         s->ticks_live++;
     if (jnl_log_free(s) < s->loglen / 2 || s->nowned > s->nbufs / 2 ||
         s->ticks_live >= JNL_CKPT_AGE_TICKS)
-        rc = jnl_checkpoint_locked(t, true);
+        rc = jnl_checkpoint_locked(t, true, crit);
     return rc;
 }
 
@@ -1275,12 +1287,12 @@ static int jnl_reclaim(void *ctx)
     int rc = 0;
     bool safe = ubj_txn_safe_point(t);   /* a commit here never waits */
     if (safe && !jnl_running_empty(s)) {
-        rc = jnl_commit_locked(t, false);
+        rc = jnl_commit_locked(t, false, UBJ_CRIT_CRITICAL);
         progress = rc == 0;
     }
     uint64_t home = t->stats.bytes_checkpoint;
     if (rc == 0)
-        rc = jnl_checkpoint_locked(t, safe);
+        rc = jnl_checkpoint_locked(t, safe, UBJ_CRIT_CRITICAL);
     if (rc < 0)
         return rc;
     if (!progress && t->stats.bytes_checkpoint == home)
