@@ -21,7 +21,10 @@
  * Write-back, write_home and write_bufs wait for their own requests (a
  * struct cache_batch), on the model's clock too unless the caller says
  * nobody waits (UBJ_WB_BACKGROUND), and raise them to time-critical when
- * they wait.  A waiter
+ * they wait; a process that waits for a write another caller has in
+ * flight -- write_home, seal, a stable-page wait, a foreground write-back
+ * or checkpoint meeting an io_busy buffer -- raises that request too
+ * (cache_buf_raise_locked).  A waiter
  * drives a request queue below (ubj_bdev_drain: on the virtual clock
  * nothing completes by itself) instead of sleeping
  * (cache_io_wait_locked).  Reads of a miss or a run stay synchronous
@@ -1036,6 +1039,30 @@ static void cache_batch_raise_locked(struct ubj_cache *c, struct cache_batch *bt
             __atomic_load_n(&io->req.crit, __ATOMIC_RELAXED) < UBJ_CRIT_CRITICAL &&
             ubj_bdev_raise(c->dev, &io->req, UBJ_CRIT_CRITICAL, 0) == 0)
             c->stats.io_raised++;
+}
+
+/*
+ * cache_buf_raise_locked -- a process now waits for the write of b in
+ * flight, another caller's (its write_home, seal, stable-page wait, a
+ * write-back or checkpoint of its own meeting b): raise the request that
+ * writes b to time-critical, so a queue serves it before background work
+ * (issue 18: "raised when a process waits on them").  Nothing to do
+ * without a queue (c->drives), or when b's I/O is no write of the cache
+ * (a read, a seal).  c->lock held, as for cache_batch_raise_locked.
+ */
+static void cache_buf_raise_locked(struct ubj_cache *c, const struct ubj_buf *b)
+{
+    if (!c->drives || !b->io_busy)
+        return;
+    for (struct cache_io *io = c->io_head; io != NULL; io = io->next)
+        for (uint32_t k = 0; k < io->n; k++) {
+            if (io->ent[k].idx != b->idx)
+                continue;
+            if (__atomic_load_n(&io->req.crit, __ATOMIC_RELAXED) < UBJ_CRIT_CRITICAL &&
+                ubj_bdev_raise(c->dev, &io->req, UBJ_CRIT_CRITICAL, 0) == 0)
+                c->stats.io_raised++;
+            return;
+        }
 }
 
 /*
@@ -2224,8 +2251,10 @@ void ubj_cache_wait_stable(struct ubj_cache *c, struct ubj_buf *b)
 #endif
     if (b->flags & CACHE_BUF_COPYING)
         c->stats.stable_waits++;
-    while (b->flags & CACHE_BUF_COPYING)
+    while (b->flags & CACHE_BUF_COPYING) {
+        cache_buf_raise_locked(c, b);   /* a writer waits */
         cache_io_wait_locked(c);   /* a zero-copy write's lasts its I/O */
+    }
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -2341,8 +2370,11 @@ int ubj_cache_write_home_flags(struct ubj_cache *c, struct ubj_buf *b,
     struct cache_batch bt = cache_batch_init(flags);
     pthread_mutex_lock(&c->lock);
     assert(b->refcnt > 0);
-    while (b->io_busy)
+    while (b->io_busy) {
+        if (bt.wait_clock)
+            cache_buf_raise_locked(c, b);
         cache_io_wait_locked(c);
+    }
     int verdict;
     int rc = cache_write_one_locked(c, b, UBJ_WRITE_MUST, &bt, &verdict);
     pthread_mutex_unlock(&c->lock);
@@ -2369,7 +2401,8 @@ static int cache_bufs_cmp(const void *a, const void *b)
 /*
  * cache_wb_collect_locked -- mark every DIRTY buffer to write (pinned ones
  * only with UBJ_WB_PINNED) io_busy and list it in c->wb_ents; first waits
- * for DIRTY buffers another thread is writing.  Returns the count.
+ * for DIRTY buffers another thread is writing (raising their writes
+ * unless UBJ_WB_BACKGROUND).  Returns the count.
  */
 static uint32_t cache_wb_collect_locked(struct ubj_cache *c, unsigned flags)
 {
@@ -2378,6 +2411,8 @@ static uint32_t cache_wb_collect_locked(struct ubj_cache *c, unsigned flags)
         for (uint32_t i = c->dirty_head; i != UBJ_NOBUF && !waited;
              i = c->bufs[i].dnext) {
             if (c->bufs[i].io_busy) {
+                if (!(flags & UBJ_WB_BACKGROUND))
+                    cache_buf_raise_locked(c, &c->bufs[i]);
                 cache_io_wait_locked(c);
                 waited = true;
             }
@@ -2746,8 +2781,10 @@ int ubj_cache_cow(struct ubj_cache *c, struct ubj_buf **b, uint64_t txid)
 void ubj_cache_seal(struct ubj_cache *c, struct ubj_buf *b)
 {
     pthread_mutex_lock(&c->lock);
-    while (b->io_busy)
+    while (b->io_busy) {
+        cache_buf_raise_locked(c, b);   /* a writer waits */
         cache_io_wait_locked(c);
+    }
     bool seal = (b->flags & UBJ_BUF_SEAL) && c->cfg.seal != NULL;
     b->flags &= ~UBJ_BUF_SEAL;
     uint64_t blkno = b->d->blkno;
@@ -2793,12 +2830,15 @@ uint32_t ubj_cache_revoke(struct ubj_cache *c, uint64_t blkno, uint32_t *out,
 }
 
 /* cache_wait_idle_locked -- wait until none of the listed buffers is
- * io_busy (c->lock held; may wait on io_cv). */
+ * io_busy (c->lock held; may wait on io_cv), raising the writes it waits
+ * for if `raise` (a process waits). */
 static void cache_wait_idle_locked(struct ubj_cache *c, const uint32_t *idx,
-                                   uint32_t n)
+                                   uint32_t n, bool raise)
 {
     for (uint32_t k = 0; k < n;) {
         if (c->bufs[idx[k]].io_busy) {
+            if (raise)
+                cache_buf_raise_locked(c, &c->bufs[idx[k]]);
             cache_io_wait_locked(c);
             k = 0;
         } else {
@@ -2826,7 +2866,7 @@ int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
         return 0;
     pthread_mutex_lock(&c->wb_lock);
     pthread_mutex_lock(&c->lock);
-    cache_wait_idle_locked(c, idx, n);
+    cache_wait_idle_locked(c, idx, n, !(flags & UBJ_WB_BACKGROUND));
     uint32_t m = 0;
     for (uint32_t k = 0; k < n; k++) {
         struct ubj_buf *b = &c->bufs[idx[k]];
