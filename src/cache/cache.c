@@ -2096,7 +2096,9 @@ static int cache_ra_submit_locked(struct ubj_cache *c, struct ubj_buf **v, uint3
     pthread_mutex_lock(&c->lock);
     struct ubj_clock *clk = NULL;
     uint64_t until = 0;
-    if (io->req.state == UBJ_REQ_DONE && io->req.clock != NULL && io->req.t_cpu_ns > 0) {
+    /* (state is atomic: a queue's dispatcher may be completing it now) */
+    if (__atomic_load_n(&io->req.state, __ATOMIC_ACQUIRE) == UBJ_REQ_DONE &&
+        io->req.clock != NULL && io->req.t_cpu_ns > 0) {
         clk = io->req.clock;
         until = io->req.t_dispatch + io->req.t_cpu_ns;
     }
