@@ -83,6 +83,7 @@
 
 #define JNL_BS UBJ_JBS
 #define JNL_IOBLOCKS 64u             /* log blocks per device write */
+#define JNL_IOSEGS 4u                /* log writes in flight at once */
 #define JNL_CKPT_AGE_TICKS 6u        /* checkpoint after 6 commit intervals */
 #define JNL_MIN_TXN 8u               /* smallest running-transaction limit */
 #define JNL_DATA_LIST 256u           /* data buffers written one by one at a
@@ -148,7 +149,8 @@ struct jnl_state {
     struct ubj_jmap logged;  /* block -> tid of its newest live copy */
     uint32_t ticks_live;     /* ticks since the last checkpoint */
     /* I/O */
-    uint8_t *iobuf;          /* JNL_IOBLOCKS staged log blocks */
+    uint8_t *iobuf;          /* JNL_IOSEGS segments of JNL_IOBLOCKS staged
+                                log blocks, one per write in flight */
     uint8_t *blk;            /* one control block being built */
 };
 
@@ -326,43 +328,96 @@ static bool jnl_invariants(struct ubj_txn *t)
 
 /* ---- the log writer ----------------------------------------------------------- */
 
-/* Blocks on their way to the log, staged in runs of consecutive positions. */
+/*
+ * Blocks on their way to the log, staged in runs of consecutive positions
+ * (a segment of iobuf each) and written as jbd2's commit writes its log
+ * buffers: every full run is submitted at once as a v2 request (class
+ * crit; a time-critical one marked UBJ_REQ_SYNC), up to JNL_IOSEGS in
+ * flight, and jnl_lw_flush waits for all of them together -- before the
+ * flush that makes them durable and before the commit block.  A segment
+ * is staged into again only after its request completed.
+ */
 struct jnl_lw {
     struct ubj_txn *t;
     struct jnl_state *s;
     uint64_t pos;            /* position of the next block */
-    uint64_t stage_pos;      /* position of iobuf[0] */
+    uint64_t stage_pos;      /* position of the staging segment's first */
     uint32_t nstage;
     uint32_t crc, nblocks;   /* the transaction checksum so far */
     enum ubj_req_crit crit;  /* the class of its writes (jnl_commit_quiet) */
+    uint32_t seg;            /* the staging segment */
+    uint32_t nflight;        /* requests in flight: seg - nflight .. seg - 1 */
+    int rc;                  /* the first error of a write */
+    struct ubj_req req[JNL_IOSEGS];   /* segment k's write */
 };
 
-/* jnl_lw_flush -- write the staged blocks.  0 or the device's error. */
-static int jnl_lw_flush(struct jnl_lw *w)
+/* jnl_lw_seg -- segment k of the staging buffer. */
+static inline uint8_t *jnl_lw_seg(const struct jnl_lw *w, uint32_t k)
+{
+    return w->s->iobuf + (size_t)k * JNL_IOBLOCKS * JNL_BS;
+}
+
+/* jnl_lw_wait_oldest -- wait for the oldest write in flight (on the
+ * clock too if time-critical: ubj_bdev_wait; else for its data only). */
+static void jnl_lw_wait_oldest(struct jnl_lw *w)
+{
+    uint32_t k = (w->seg + JNL_IOSEGS - w->nflight) % JNL_IOSEGS;
+    struct ubj_bdev *d = w->t->dev;
+    int rc = w->crit == UBJ_CRIT_CRITICAL ? ubj_bdev_wait(d, &w->req[k])
+                                          : ubj_bdev_wait_data(d, &w->req[k]);
+    if (rc < 0 && w->rc == 0)
+        w->rc = rc;
+    w->nflight--;
+}
+
+/* jnl_lw_submit -- submit the staged run (not waited for) and move to
+ * the next segment, waiting for the write that last used it. */
+static void jnl_lw_submit(struct jnl_lw *w)
 {
     if (w->nstage == 0)
-        return 0;
-    struct jnl_state *s = w->s;
-    int rc = ubj_bdev_write_crit(w->t->dev, s->g.start + w->stage_pos, w->nstage,
-                                 s->iobuf, w->crit);
+        return;
+    struct ubj_req *r = &w->req[w->seg];
+    ubj_req_init(r, UBJ_REQ_WRITE, w->s->g.start + w->stage_pos, w->nstage,
+                 jnl_lw_seg(w, w->seg));
+    r->crit = w->crit;
+    r->flags = w->crit == UBJ_CRIT_CRITICAL ? UBJ_REQ_SYNC : 0;
+    int rc = ubj_bdev_submit(w->t->dev, r);
+    if (rc < 0 && w->rc == 0)
+        w->rc = rc;
     w->t->stats.bytes_journal += (uint64_t)w->nstage * JNL_BS;
     w->nstage = 0;
+    if (rc == 0)
+        w->nflight++;
+    w->seg = (w->seg + 1) % JNL_IOSEGS;
+    if (w->nflight == JNL_IOSEGS)
+        jnl_lw_wait_oldest(w);   /* the segment staged into next */
+}
+
+/* jnl_lw_flush -- write the staged blocks and wait for every write of the
+ * log writer.  0 or the first device error. */
+static int jnl_lw_flush(struct jnl_lw *w)
+{
+    jnl_lw_submit(w);
+    while (w->nflight > 0)
+        jnl_lw_wait_oldest(w);
+    int rc = w->rc;
+    w->rc = 0;
     return rc;
 }
 
 /* jnl_lw_put -- stage one block (escaped: first 4 bytes zeroed; chained
- * into the transaction checksum unless it is the commit block). */
+ * into the transaction checksum unless it is the commit block).  0, or
+ * the error of a write already completed. */
 static int jnl_lw_put(struct jnl_lw *w, const void *blk, bool escape, bool chain)
 {
     if (w->nstage > 0 && (w->nstage == JNL_IOBLOCKS ||
-                          w->pos != w->stage_pos + w->nstage)) {
-        int rc = jnl_lw_flush(w);
-        if (rc < 0)
-            return rc;
-    }
+                          w->pos != w->stage_pos + w->nstage))
+        jnl_lw_submit(w);
+    if (w->rc < 0)
+        return jnl_lw_flush(w);
     if (w->nstage == 0)
         w->stage_pos = w->pos;
-    uint8_t *slot = w->s->iobuf + (size_t)w->nstage * JNL_BS;
+    uint8_t *slot = jnl_lw_seg(w, w->seg) + (size_t)w->nstage * JNL_BS;
     memcpy(slot, blk, JNL_BS);
     if (escape)
         memset(slot, 0, sizeof(uint32_t));
@@ -946,7 +1001,7 @@ static struct jnl_state *jnl_state_new(uint32_t n)
     s->own_blk = calloc(n, sizeof *s->own_blk);
     s->owned = malloc((size_t)n * sizeof *s->owned);
     s->scratch = malloc((size_t)n * sizeof *s->scratch);
-    s->iobuf = aligned_alloc(JNL_BS, (size_t)JNL_IOBLOCKS * JNL_BS);
+    s->iobuf = aligned_alloc(JNL_BS, (size_t)JNL_IOSEGS * JNL_IOBLOCKS * JNL_BS);
     s->blk = aligned_alloc(JNL_BS, JNL_BS);
     s->forget_min = UINT64_MAX;
     if (!s->js || !s->listed_tid || !s->listed_blk || !s->data || !s->dlisted ||
