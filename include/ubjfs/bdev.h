@@ -346,22 +346,23 @@ int ubj_bdev_submit_wait(struct ubj_bdev *d, struct ubj_req *r);
 
 /*
  * ubj_bdev_write_crit, ubj_bdev_flush_crit -- ubj_bdev_write and
- * ubj_bdev_flush with the caller's class `crit` (enum ubj_req_crit,
- * below) saying whether it waits:
+ * ubj_bdev_flush with the caller's class `crit` (enum ubj_req_crit)
+ * saying whether it waits:
  *  - UBJ_CRIT_CRITICAL: a process waits -- exactly the v1 call
  *    (UBJ_REQ_SYNC; waits on a timed model's clock until the modeled
  *    completion).
- *  - UBJ_CRIT_LIMITED, UBJ_CRIT_NONCRITICAL: background I/O nobody waits
- *    for (the timer's tick, an early checkpoint): submitted
- *    asynchronously at that class (no UBJ_REQ_SYNC: a model counts it
- *    asynchronous; it occupies the device, later requests queue behind
- *    it, but the caller is charged no time), and the call returns once
+ *  - UBJ_CRIT_NONCRITICAL: background I/O nobody waits for (the timer's
+ *    tick, an early checkpoint): submitted asynchronously (no
+ *    UBJ_REQ_SYNC: a model counts it asynchronous; it occupies the
+ *    device, later requests queue behind it, but the caller is charged
+ *    no time), and the call returns once
  *    the request has completed (ubj_bdev_wait_data) -- `buf` is free
  *    again, and a request submitted after the return is ordered after
  *    it even over a reordering queue.  A flush still covers every write
  *    completed before it: its modeled completion waits for everything
  *    queued at the device before it.
- * Returns as the v1 calls, or -EINVAL for an unknown class.
+ * Returns as the v1 calls, or -EINVAL for another class (a time-limited
+ * request needs its deadline: submit it with ubj_bdev_submit).
  * Thread-safe.
  */
 int ubj_bdev_write_crit(struct ubj_bdev *d, uint64_t blkno, uint32_t count,

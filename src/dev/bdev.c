@@ -70,6 +70,13 @@ static inline int bdev_io_ok(const struct ubj_bdev *d, uint64_t blkno,
            count <= d->nblocks && blkno <= d->nblocks - count;
 }
 
+/* bdev_crit_ok -- a class the _crit calls take: time-critical or
+ * time-noncritical (a time-limited request needs a deadline: v2). */
+static inline bool bdev_crit_ok(enum ubj_req_crit crit)
+{
+    return crit == UBJ_CRIT_CRITICAL || crit == UBJ_CRIT_NONCRITICAL;
+}
+
 /* bdev_call -- submit the request r and wait for it: with `crit`
  * UBJ_CRIT_CRITICAL marked SYNC and on the model's clock too, else
  * asynchronously, for its data only. */
@@ -106,8 +113,9 @@ int ubj_bdev_write_crit(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
 {
     if (!bdev_io_ok(d, blkno, count, buf))
         return bdev_bad_io(d, "write", blkno, count, buf);
-    if ((uint32_t)crit >= UBJ_CRIT_CLASSES)
-        return ubj_set_error(-EINVAL, "bdev write: unknown class %u", (unsigned)crit);
+    if (!bdev_crit_ok(crit))
+        return ubj_set_error(-EINVAL, "bdev write: class %u is neither time-critical "
+                             "nor time-noncritical", (unsigned)crit);
     struct ubj_req r;
     ubj_req_init(&r, UBJ_REQ_WRITE, blkno, count, (void *)buf);  /* never written */
     return bdev_call(d, &r, crit);
@@ -124,8 +132,9 @@ int ubj_bdev_flush_crit(struct ubj_bdev *d, enum ubj_req_crit crit)
 {
     if (d == NULL || d->ops == NULL)
         return ubj_set_error(-EINVAL, "bdev flush: no device");
-    if ((uint32_t)crit >= UBJ_CRIT_CLASSES)
-        return ubj_set_error(-EINVAL, "bdev flush: unknown class %u", (unsigned)crit);
+    if (!bdev_crit_ok(crit))
+        return ubj_set_error(-EINVAL, "bdev flush: class %u is neither time-critical "
+                             "nor time-noncritical", (unsigned)crit);
     struct ubj_req r;
     ubj_req_init(&r, UBJ_REQ_FLUSH, 0, 0, NULL);
     return bdev_call(d, &r, crit);

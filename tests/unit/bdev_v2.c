@@ -341,6 +341,7 @@ static void test_background(void **state)
     }
     assert_int_equal(ubj_bdev_write_crit(d, 60, 1, a, UBJ_CRIT_CLASSES), -EINVAL);
     assert_int_equal(ubj_bdev_flush_crit(d, UBJ_CRIT_CLASSES), -EINVAL);
+    assert_int_equal(ubj_bdev_flush_crit(d, UBJ_CRIT_LIMITED), -EINVAL);  /* no deadline */
     assert_int_equal(ubj_bdev_drain(d), 0);
     unmake(k, d, path);
 }
