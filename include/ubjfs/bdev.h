@@ -145,10 +145,11 @@ enum ubj_bdev_kind {
  * (count * block_size bytes).  Returns 0, -EINVAL for count == 0, a NULL
  * argument, or a range past the end of the device, or the device's error
  * (-EIO).  Counts the request in d->stats.  Thread-safe.
- * The v1 calls run on v2: each submits a request (time-critical; a write
- * or flush inside ubj_model_async_begin/end time-noncritical) and waits
- * for it -- and for its modeled completion time, unless the thread is
- * inside that bracket (include/ubjfs/model.h).
+ * The v1 calls run on v2: each submits a time-critical request marked
+ * UBJ_REQ_SYNC and waits for it -- and, on a timed model, for its
+ * modeled completion time (include/ubjfs/model.h).  Background work that
+ * nobody waits for says so in the call: ubj_bdev_write_crit,
+ * ubj_bdev_flush_crit (interface v2, below).
  */
 int ubj_bdev_read(struct ubj_bdev *d, uint64_t blkno, uint32_t count, void *buf);
 
@@ -325,11 +326,48 @@ int ubj_bdev_submit(struct ubj_bdev *d, struct ubj_req *r);
 int ubj_bdev_wait(struct ubj_bdev *d, struct ubj_req *r);
 
 /*
+ * ubj_bdev_wait_data -- wait until `r`, submitted to `d` with done ==
+ * NULL, has completed (its data is done: a read's buffer filled, a
+ * write's buffer free again), without waiting on a model's clock: the
+ * modeled completion may still be ahead, as for a request submitted
+ * asynchronously (no UBJ_REQ_SYNC) that its submitter does not wait for
+ * in time.  On the virtual clock a queue below runs its events until r
+ * completes, moving no time.  Returns r->result, or -EINVAL as
+ * ubj_bdev_wait.  Thread-safe (one waiter per request).
+ */
+int ubj_bdev_wait_data(struct ubj_bdev *d, struct ubj_req *r);
+
+/*
  * ubj_bdev_submit_wait -- the synchronous wrapper: set UBJ_REQ_SYNC,
  * ubj_bdev_submit, ubj_bdev_wait.  r->done must be NULL.  Returns the
  * request's result or ubj_bdev_submit's error.  Thread-safe.
  */
 int ubj_bdev_submit_wait(struct ubj_bdev *d, struct ubj_req *r);
+
+/*
+ * ubj_bdev_write_crit, ubj_bdev_flush_crit -- ubj_bdev_write and
+ * ubj_bdev_flush with the caller's class `crit` (enum ubj_req_crit)
+ * saying whether it waits:
+ *  - UBJ_CRIT_CRITICAL: a process waits -- exactly the v1 call
+ *    (UBJ_REQ_SYNC; waits on a timed model's clock until the modeled
+ *    completion).
+ *  - UBJ_CRIT_NONCRITICAL: background I/O nobody waits for (the timer's
+ *    tick, an early checkpoint): submitted asynchronously (no
+ *    UBJ_REQ_SYNC: a model counts it asynchronous; it occupies the
+ *    device, later requests queue behind it, but the caller is charged
+ *    no time), and the call returns once
+ *    the request has completed (ubj_bdev_wait_data) -- `buf` is free
+ *    again, and a request submitted after the return is ordered after
+ *    it even over a reordering queue.  A flush still covers every write
+ *    completed before it: its modeled completion waits for everything
+ *    queued at the device before it.
+ * Returns as the v1 calls, or -EINVAL for another class (a time-limited
+ * request needs its deadline: submit it with ubj_bdev_submit).
+ * Thread-safe.
+ */
+int ubj_bdev_write_crit(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
+                        const void *buf, enum ubj_req_crit crit);
+int ubj_bdev_flush_crit(struct ubj_bdev *d, enum ubj_req_crit crit);
 
 /*
  * ubj_bdev_raise -- raise in-flight `r` (submitted to the stack at `d`)

@@ -38,17 +38,17 @@
  * no time: on the virtual clock it does not advance time, on the real
  * clock nobody sleeps.
  *
- * Asynchronous v1 calls (the bracket, kept until its callers submit
- * requests themselves: issue 18).  A caller of the v1 calls that does not
- * wait -- a write-back or checkpoint thread, or a foreground thread
- * issuing write-back it will not wait for -- brackets the calls with
- * ubj_model_async_begin() / ubj_model_async_end() (a per-thread nesting
- * counter, src/dev/bdev.c).  Inside the bracket a v1 call is an
- * asynchronous submission: it returns once the data is done, without
- * waiting on the clock.  ubj_model_wait_idle() waits until a device has
- * finished everything queued, and a flush always waits for everything
- * queued before it (its own cost comes on top), both in and outside a
- * bracket (inside it the flush's completion is queued, not waited for).
+ * Asynchronous callers.  A caller that does not wait -- a write-back or
+ * checkpoint thread, the timer's tick, an early checkpoint -- says so in
+ * its call: it submits v2 requests without UBJ_REQ_SYNC, with a
+ * callback or waiting for the data alone (ubj_bdev_wait_data), or uses
+ * ubj_bdev_write_crit / ubj_bdev_flush_crit at a class below
+ * UBJ_CRIT_CRITICAL; such a request is counted in async_requests.  (This
+ * replaced a per-thread "asynchronous bracket", ubj_model_async_begin/
+ * end: one mechanism remains, issue 18.)  ubj_model_wait_idle() waits
+ * until a device has finished everything queued, and a flush always
+ * waits for everything queued before it (its own cost comes on top),
+ * whether its caller waits for its completion or not.
  * FUA: a FUA write costs what the profile's device charges to write
  * through its volatile cache (docs/DEVICES.md).
  *
@@ -147,19 +147,6 @@ struct ubj_bdev *ubj_model_find(struct ubj_bdev *d);
  * NULL if `d` is not a model device. */
 struct ubj_clock *ubj_model_clock(const struct ubj_bdev *d);
 
-/* ubj_model_async_begin -- v1 calls this thread makes from now on do not
- * wait for their modeled completion (nests; see the header comment). */
-void ubj_model_async_begin(void);
-
-/* ubj_model_async_end -- end one ubj_model_async_begin(). */
-void ubj_model_async_end(void);
-
-/* ubj_model_async_active -- 1 if this thread is inside a bracket (a
- * caller that submits v2 requests and waits for them itself -- the
- * cache's write-back -- then waits for their data only, not on the
- * clock), else 0. */
-int ubj_model_async_active(void);
-
 /*
  * ubj_model_wait_idle -- wait (on d's clock) until model device `d` has
  * completed every request queued so far.  Returns 0 or -EINVAL (not a
@@ -204,7 +191,8 @@ uint32_t ubj_model_slots(const struct ubj_bdev *d);
 struct ubj_model_stats {
     /* requests */
     uint64_t reads, writes, flushes;   /* requests served */
-    uint64_t async_requests;           /* of which issued in an async bracket */
+    uint64_t async_requests;           /* of which submitted without
+                                          UBJ_REQ_SYNC: nobody waited */
     uint64_t bytes_read, bytes_written;/* bytes */
     /* time, ns on the device's clock */
     uint64_t elapsed_ns;      /* clock time since create/reset */

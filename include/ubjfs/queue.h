@@ -46,9 +46,10 @@
  *    runs its events until that request completes), or drains.  Every
  *    decision is a function of the requests and their times, so a
  *    single-threaded run gives the same figures every time; with fcfs
- *    and no tags, exactly those of the model alone.  A v1 call inside
- *    ubj_model_async_begin/end needs its data done on return, so its
- *    wait runs the queue to its completion without moving the clock.
+ *    and no tags, exactly those of the model alone.  A caller that
+ *    waits for a request's data but not its time (ubj_bdev_wait_data:
+ *    background I/O, ubj_bdev_write_crit below UBJ_CRIT_CRITICAL) runs
+ *    the queue to its completion without moving the clock.
  *  - real clock (or no model: a queue over a RAM or file device, on its
  *    own CLOCK_MONOTONIC clock): a dispatcher thread feeds the device and
  *    completes requests (callbacks run on it) when the model says they

@@ -449,8 +449,26 @@ int ubj_sync(struct ubj_fs *fs);
  * and the flusher thread).  For mounts with UBJ_MOUNT_NO_TIMER that keep
  * their own (e.g. virtual) time: the caller decides when a tick is due.
  * Returns 0, -EINVAL (fs NULL), -EIO.  Takes the mount lock; thread-safe.
+ * The caller waits for the tick's device I/O: on a timed device model
+ * (ubjfs/model.h) its requests are time-critical and it waits on the
+ * clock for them, as a foreground caller does.
  */
 int ubj_tick(struct ubj_fs *fs);
+
+#define UBJ_TICK_BACKGROUND 0x1u  /* nobody waits for the tick's I/O */
+
+/*
+ * ubj_tick_flags -- ubj_tick with `flags`: 0 is ubj_tick;
+ * UBJ_TICK_BACKGROUND does what the mount's own timer thread does -- its
+ * device requests are time-noncritical and submitted asynchronously, and
+ * the call returns once they have completed without waiting on a timed
+ * model's clock (they occupy the device, later requests queue behind
+ * them, but the caller is charged no device time: ubjfs/bdev.h,
+ * ubj_bdev_write_crit).  For a harness that drives the timer itself on a
+ * virtual clock.  Returns as ubj_tick, or -EINVAL for an unknown flag.
+ * Takes the mount lock; thread-safe.
+ */
+int ubj_tick_flags(struct ubj_fs *fs, unsigned flags);
 
 struct ubj_statfs {
     uint32_t bsize;        /* 4096 */

@@ -14,7 +14,7 @@
  *   from p's own random stream).  Stop after `ops` transactions or when
  *   every process is done.
  *   Ticks: every commit_interval_ms of clock time the harness calls
- *   ubj_tick() inside ubj_model_async_begin/end, as the timer thread would
+ *   ubj_tick_flags(fs, UBJ_TICK_BACKGROUND), as the timer thread would
  *   (its writes occupy the device but nobody waits for them).  A tick that
  *   falls due while a transaction runs is run right after it.
  *   NVM time: the mode-ubj region charges its profile's time to a model of
@@ -661,9 +661,7 @@ static void run_charge_nvm(struct bh_run *r)
 /* run_tick -- one timer tick as a background thread would do it. */
 static int run_tick(struct bh_run *r)
 {
-    ubj_model_async_begin();
-    int rc = ubj_tick(r->fs);
-    ubj_model_async_end();
+    int rc = ubj_tick_flags(r->fs, UBJ_TICK_BACKGROUND);
     run_charge_nvm(r);
     return rc;
 }

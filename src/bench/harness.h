@@ -11,8 +11,8 @@
  * the process with the smallest ready time (ties: lowest id) runs its next
  * operation to completion (the clock moves as the models serve the
  * operation's requests), then becomes ready again after its think time.
- * The mount runs with UBJ_MOUNT_NO_TIMER and the harness calls ubj_tick()
- * (inside ubj_model_async_begin/end, as a background thread would) every
+ * The mount runs with UBJ_MOUNT_NO_TIMER and the harness calls
+ * ubj_tick_flags(fs, UBJ_TICK_BACKGROUND) (as a background thread would) every
  * commit interval of virtual time.  Same config, same seed => the same
  * counters, bit for bit.  On the REAL clock each process is a thread and
  * the mount keeps its timer thread.

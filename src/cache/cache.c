@@ -26,8 +26,12 @@
  * victim, as the getter that needs that buffer must, restores one write
  * per miss.
  * Write-back, write_home and write_bufs wait for their own requests (a
- * struct cache_batch), on the model's clock too outside the asynchronous
- * bracket, and raise them to time-critical when they wait.  A waiter
+ * struct cache_batch), on the model's clock too unless the caller says
+ * nobody waits (UBJ_WB_BACKGROUND), and raise them to time-critical when
+ * they wait; a process that waits for a write another caller has in
+ * flight -- write_home, seal, a stable-page wait, a foreground write-back
+ * or checkpoint meeting an io_busy buffer -- raises that request too
+ * (cache_buf_raise_locked).  A waiter
  * drives a request queue below (ubj_bdev_drain: on the virtual clock
  * nothing completes by itself) instead of sleeping
  * (cache_io_wait_locked).  Reads of a miss or a run stay synchronous
@@ -890,11 +894,19 @@ static void cache_io_end_locked(struct ubj_cache *c, const struct cache_wb_ent *
 
 /* ---- asynchronous writes ------------------------------------------------- */
 
-/* cache_batch_init -- an empty batch; its waiter waits on the model's
- * clock too unless the thread is inside the asynchronous bracket. */
-static struct cache_batch cache_batch_init(void)
+/* cache_flush_crit -- the class of a flush the caller's flags ask for:
+ * time-critical unless nobody waits (UBJ_WB_BACKGROUND). */
+static inline enum ubj_req_crit cache_flush_crit(unsigned flags)
 {
-    return (struct cache_batch){ .wait_clock = !ubj_model_async_active() };
+    return (flags & UBJ_WB_BACKGROUND) ? UBJ_CRIT_NONCRITICAL : UBJ_CRIT_CRITICAL;
+}
+
+/* cache_batch_init -- an empty batch; its waiter waits on the model's
+ * clock too unless the caller's flags say UBJ_WB_BACKGROUND (nobody
+ * waits: the timer's tick, an early checkpoint). */
+static struct cache_batch cache_batch_init(unsigned flags)
+{
+    return (struct cache_batch){ .wait_clock = !(flags & UBJ_WB_BACKGROUND) };
 }
 
 /*
@@ -1047,6 +1059,30 @@ static void cache_batch_raise_locked(struct ubj_cache *c, struct cache_batch *bt
 }
 
 /*
+ * cache_buf_raise_locked -- a process now waits for the write of b in
+ * flight, another caller's (its write_home, seal, stable-page wait, a
+ * write-back or checkpoint of its own meeting b): raise the request that
+ * writes b to time-critical, so a queue serves it before background work
+ * (issue 18: "raised when a process waits on them").  Nothing to do
+ * without a queue (c->drives), or when b's I/O is no write of the cache
+ * (a read, a seal).  c->lock held, as for cache_batch_raise_locked.
+ */
+static void cache_buf_raise_locked(struct ubj_cache *c, const struct ubj_buf *b)
+{
+    if (!c->drives || !b->io_busy)
+        return;
+    for (struct cache_io *io = c->io_head; io != NULL; io = io->next)
+        for (uint32_t k = 0; k < io->n; k++) {
+            if (io->ent[k].idx != b->idx)
+                continue;
+            if (__atomic_load_n(&io->req.crit, __ATOMIC_RELAXED) < UBJ_CRIT_CRITICAL &&
+                ubj_bdev_raise(c->dev, &io->req, UBJ_CRIT_CRITICAL, 0) == 0)
+                c->stats.io_raised++;
+            return;
+        }
+}
+
+/*
  * cache_batch_wait -- wait until every request of bt has completed
  * (driving a queue below if need be), then, if bt->wait_clock, on the
  * model's clock until the latest of their modeled completions.  Returns
@@ -1154,7 +1190,7 @@ static bool cache_clock_dirty_locked(struct ubj_cache *c, struct ubj_buf *b,
     /* not waited for -- but over a request queue it is (see the header:
      * unwaited, the hand would write every dirty buffer it passes while
      * the first write sits in the queue, one block per request) */
-    struct cache_batch bt = cache_batch_init();
+    struct cache_batch bt = cache_batch_init(0);   /* the getter's */
     uint64_t t0 = cache_clock_ns(c);
     int rc = cache_write_one_locked(c, b, wflags, c->drives ? &bt : NULL, &verdict);
     cache_count_wait_locked(c, &c->stats.victim_wait_ns, t0);
@@ -2090,7 +2126,9 @@ static int cache_ra_submit_locked(struct ubj_cache *c, struct ubj_buf **v, uint3
     pthread_mutex_lock(&c->lock);
     struct ubj_clock *clk = NULL;
     uint64_t until = 0;
-    if (io->req.state == UBJ_REQ_DONE && io->req.clock != NULL && io->req.t_cpu_ns > 0) {
+    /* (state is atomic: a queue's dispatcher may be completing it now) */
+    if (__atomic_load_n(&io->req.state, __ATOMIC_ACQUIRE) == UBJ_REQ_DONE &&
+        io->req.clock != NULL && io->req.t_cpu_ns > 0) {
         clk = io->req.clock;
         until = io->req.t_dispatch + io->req.t_cpu_ns;
     }
@@ -2245,8 +2283,10 @@ void ubj_cache_wait_stable(struct ubj_cache *c, struct ubj_buf *b)
 #endif
     if (b->flags & CACHE_BUF_COPYING)
         c->stats.stable_waits++;
-    while (b->flags & CACHE_BUF_COPYING)
+    while (b->flags & CACHE_BUF_COPYING) {
+        cache_buf_raise_locked(c, b);   /* a writer waits */
         cache_io_wait_locked(c);   /* a zero-copy write's lasts its I/O */
+    }
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -2352,11 +2392,21 @@ void ubj_cache_clear_flags(struct ubj_cache *c, struct ubj_buf *b, uint32_t f)
 /* ubj_cache_write_home -- write the referenced buffer b home now. */
 int ubj_cache_write_home(struct ubj_cache *c, struct ubj_buf *b)
 {
-    struct cache_batch bt = cache_batch_init();
+    return ubj_cache_write_home_flags(c, b, 0);
+}
+
+/* ubj_cache_write_home_flags -- the same; UBJ_WB_BACKGROUND: nobody waits. */
+int ubj_cache_write_home_flags(struct ubj_cache *c, struct ubj_buf *b,
+                               unsigned flags)
+{
+    struct cache_batch bt = cache_batch_init(flags);
     pthread_mutex_lock(&c->lock);
     assert(b->refcnt > 0);
-    while (b->io_busy)
+    while (b->io_busy) {
+        if (bt.wait_clock)
+            cache_buf_raise_locked(c, b);
         cache_io_wait_locked(c);
+    }
     int verdict;
     int rc = cache_write_one_locked(c, b, UBJ_WRITE_MUST, &bt, &verdict);
     pthread_mutex_unlock(&c->lock);
@@ -2383,7 +2433,8 @@ static int cache_bufs_cmp(const void *a, const void *b)
 /*
  * cache_wb_collect_locked -- mark every DIRTY buffer to write (pinned ones
  * only with UBJ_WB_PINNED) io_busy and list it in c->wb_ents; first waits
- * for DIRTY buffers another thread is writing.  Returns the count.
+ * for DIRTY buffers another thread is writing (raising their writes
+ * unless UBJ_WB_BACKGROUND).  Returns the count.
  */
 static uint32_t cache_wb_collect_locked(struct ubj_cache *c, unsigned flags)
 {
@@ -2392,6 +2443,8 @@ static uint32_t cache_wb_collect_locked(struct ubj_cache *c, unsigned flags)
         for (uint32_t i = c->dirty_head; i != UBJ_NOBUF && !waited;
              i = c->bufs[i].dnext) {
             if (c->bufs[i].io_busy) {
+                if (!(flags & UBJ_WB_BACKGROUND))
+                    cache_buf_raise_locked(c, &c->bufs[i]);
                 cache_io_wait_locked(c);
                 waited = true;
             }
@@ -2534,7 +2587,7 @@ static void cache_wb_write(struct ubj_cache *c, const struct cache_hk *hk,
  * the runs in flight together; wait for them all. */
 int ubj_cache_writeback(struct ubj_cache *c, unsigned flags)
 {
-    struct cache_batch bt = cache_batch_init();
+    struct cache_batch bt = cache_batch_init(flags);
     pthread_mutex_lock(&c->wb_lock);
     pthread_mutex_lock(&c->lock);
     uint32_t n = cache_wb_collect_locked(c, flags);
@@ -2551,7 +2604,7 @@ int ubj_cache_writeback(struct ubj_cache *c, unsigned flags)
 #endif
 
     if (flags & UBJ_WB_FLUSH) {
-        int frc = ubj_bdev_flush(c->dev);
+        int frc = ubj_bdev_flush_crit(c->dev, cache_flush_crit(flags));
         if (rc == 0)
             rc = frc;
     }
@@ -2760,8 +2813,10 @@ int ubj_cache_cow(struct ubj_cache *c, struct ubj_buf **b, uint64_t txid)
 void ubj_cache_seal(struct ubj_cache *c, struct ubj_buf *b)
 {
     pthread_mutex_lock(&c->lock);
-    while (b->io_busy)
+    while (b->io_busy) {
+        cache_buf_raise_locked(c, b);   /* a writer waits */
         cache_io_wait_locked(c);
+    }
     bool seal = (b->flags & UBJ_BUF_SEAL) && c->cfg.seal != NULL;
     b->flags &= ~UBJ_BUF_SEAL;
     uint64_t blkno = b->d->blkno;
@@ -2807,12 +2862,15 @@ uint32_t ubj_cache_revoke(struct ubj_cache *c, uint64_t blkno, uint32_t *out,
 }
 
 /* cache_wait_idle_locked -- wait until none of the listed buffers is
- * io_busy (c->lock held; may wait on io_cv). */
+ * io_busy (c->lock held; may wait on io_cv), raising the writes it waits
+ * for if `raise` (a process waits). */
 static void cache_wait_idle_locked(struct ubj_cache *c, const uint32_t *idx,
-                                   uint32_t n)
+                                   uint32_t n, bool raise)
 {
     for (uint32_t k = 0; k < n;) {
         if (c->bufs[idx[k]].io_busy) {
+            if (raise)
+                cache_buf_raise_locked(c, &c->bufs[idx[k]]);
             cache_io_wait_locked(c);
             k = 0;
         } else {
@@ -2834,13 +2892,13 @@ uint64_t ubj_cache_take_cold_frozen(struct ubj_cache *c)
 
 /* ubj_cache_write_bufs -- write listed buffers home, states unchanged. */
 int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
-                         const uint64_t *txid, uint32_t n)
+                         const uint64_t *txid, uint32_t n, unsigned flags)
 {
     if (n == 0)
         return 0;
     pthread_mutex_lock(&c->wb_lock);
     pthread_mutex_lock(&c->lock);
-    cache_wait_idle_locked(c, idx, n);
+    cache_wait_idle_locked(c, idx, n, !(flags & UBJ_WB_BACKGROUND));
     uint32_t m = 0;
     for (uint32_t k = 0; k < n; k++) {
         struct ubj_buf *b = &c->bufs[idx[k]];
@@ -2855,7 +2913,7 @@ int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
     pthread_mutex_unlock(&c->lock);
 
     qsort(c->wb_ents, n, sizeof *c->wb_ents, cache_bufs_cmp);
-    struct cache_batch bt = cache_batch_init();
+    struct cache_batch bt = cache_batch_init(flags);
     cache_wb_write(c, NULL, n, false, 0, &bt);   /* FROZEN: no snapshot, no hooks */
     int rc = cache_batch_wait(c, &bt);   /* each ended, state kept */
     pthread_mutex_unlock(&c->wb_lock);

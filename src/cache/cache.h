@@ -598,6 +598,17 @@ int ubj_cache_write_home(struct ubj_cache *c, struct ubj_buf *b);
 #define UBJ_WB_FLUSH  0x1u   /* flush the device afterwards */
 #define UBJ_WB_PINNED 0x2u   /* also write pinned buffers */
 #define UBJ_WB_MUST   0x4u   /* no deferral: write_begin gets UBJ_WRITE_MUST */
+#define UBJ_WB_BACKGROUND 0x8u  /* nobody waits (the timer's tick, an early
+                               checkpoint): the writes stay time-noncritical,
+                               the call waits for their completion but not
+                               on a timed model's clock, and the flush is
+                               time-noncritical too (ubj_bdev_flush_crit) */
+
+/* ubj_cache_write_home_flags -- ubj_cache_write_home with `flags`:
+ * UBJ_WB_BACKGROUND (nobody waits, as for ubj_cache_writeback) or 0.
+ * Returns as ubj_cache_write_home. */
+int ubj_cache_write_home_flags(struct ubj_cache *c, struct ubj_buf *b,
+                               unsigned flags);
 
 /*
  * ubj_cache_writeback -- write every DIRTY (and, with UBJ_WB_PINNED,
@@ -606,7 +617,7 @@ int ubj_cache_write_home(struct ubj_cache *c, struct ubj_buf *b);
  * are asynchronous time-noncritical requests, up to 32 in flight (a queue
  * below may reorder them); the call waits for all of them before the
  * flush and before it returns (raised to time-critical while it waits;
- * on a timed model's clock too, unless inside ubj_model_async_begin/end),
+ * on a timed model's clock too, unless UBJ_WB_BACKGROUND),
  * and first for writes of DIRTY buffers already in flight.  Buffers
  * become CLEAN, except those write_begin deferred (unless UBJ_WB_MUST) or
  * rolled back: they stay DIRTY (a mode that needs everything home calls
@@ -679,11 +690,12 @@ uint32_t ubj_cache_revoke(struct ubj_cache *c, uint64_t blkno, uint32_t *out,
  * reached its commit record: writing it home would put an uncommitted
  * transaction on the device.  Counts the writes in the write-back
  * statistics.  The runs are asynchronous requests in flight together and
- * waited for as ubj_cache_writeback's.  Returns 0 or the first device
- * error (every buffer is still attempted).  Thread-safe (takes the write-back and cache locks).
+ * waited for as ubj_cache_writeback's (flags: UBJ_WB_BACKGROUND or 0).
+ * Returns 0 or the first device error (every buffer is still attempted).
+ * Thread-safe (takes the write-back and cache locks).
  */
 int ubj_cache_write_bufs(struct ubj_cache *c, const uint32_t *idx,
-                         const uint64_t *txid, uint32_t n);
+                         const uint64_t *txid, uint32_t n, unsigned flags);
 
 /* ubj_cache_invalidate -- drop every unreferenced CLEAN buffer. */
 void ubj_cache_invalidate(struct ubj_cache *c);

@@ -5,23 +5,22 @@
  * caller's stack, submits it and waits for it.
  *
  * Owns: the v1 argument and bounds checks (with their messages), the
- * statistics snapshot and reset, the query of what a device is
- * (ubj_bdev_kind: no layer tests an ops table's identity), and the
- * asynchronous-submission bracket of the timed models
- * (ubj_model_async_begin/end, declared in include/ubjfs/model.h).  Kept
- * tiny: it is on the hot path.
+ * calls that say in their arguments whether the caller waits on the
+ * model's clock (ubj_bdev_write_crit / ubj_bdev_flush_crit), the
+ * statistics snapshot and reset, and the query of what a device is
+ * (ubj_bdev_kind: no layer tests an ops table's identity).  Kept tiny:
+ * it is on the hot path.
  *
- * The bracket on v2: inside it a v1 call is an asynchronous submission
- * whose modeled completion nobody waits for -- the request goes without
- * UBJ_REQ_SYNC (a model counts it as asynchronous) and the call waits for
- * the data (the caller's buffer is free again on return) but not on the
- * model's clock.  Outside it the call waits for both, like
- * ubj_bdev_submit_wait.  One mechanism remains underneath: a request and
- * its completion time; the bracket only decides whether the v1 caller
- * waits for that time.  Its callers (src/fs/super.c's timer thread,
- * src/txn/ubj.c's early checkpoint, src/bench/harness.c's ticks) move to
- * asynchronous submission when the cache submits through the queue (issue
- * 18, item 3); the bracket goes with them.
+ * Whether a caller waits is explicit (issue 18: this replaced the
+ * models' per-thread asynchronous bracket): the v1 calls, and the _crit
+ * calls at UBJ_CRIT_CRITICAL, submit a time-critical request marked
+ * UBJ_REQ_SYNC and wait for its data and for its modeled completion; the
+ * _crit calls at a lower class (background work: the timer's tick, an
+ * early checkpoint) submit it asynchronously -- no UBJ_REQ_SYNC, so a
+ * model counts it asynchronous, it occupies the device but moves no time
+ * -- and wait for its data only (ubj_bdev_wait_data, req.c): the buffer
+ * is free again on return and the request has completed, so what the
+ * caller submits next follows it even over a reordering queue.
  *
  * Invariants:
  *  - A device sees only requests that passed ubj_bdev_submit's checks;
@@ -42,7 +41,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "dev/dev_int.h"
-#include "ubjfs/model.h"
 #include "util/util.h"
 
 #define BDEV_ADD(field, n) __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED)
@@ -72,13 +70,20 @@ static inline int bdev_io_ok(const struct ubj_bdev *d, uint64_t blkno,
            count <= d->nblocks && blkno <= d->nblocks - count;
 }
 
-static _Thread_local unsigned bdev_async_depth;   /* the bracket's nesting */
-
-/* bdev_call -- submit the v1 call's request r and wait for it: for the
- * model's clock too unless the thread is inside the bracket. */
-static int bdev_call(struct ubj_bdev *d, struct ubj_req *r)
+/* bdev_crit_ok -- a class the _crit calls take: time-critical or
+ * time-noncritical (a time-limited request needs a deadline: v2). */
+static inline bool bdev_crit_ok(enum ubj_req_crit crit)
 {
-    bool wait_clock = bdev_async_depth == 0;
+    return crit == UBJ_CRIT_CRITICAL || crit == UBJ_CRIT_NONCRITICAL;
+}
+
+/* bdev_call -- submit the request r and wait for it: with `crit`
+ * UBJ_CRIT_CRITICAL marked SYNC and on the model's clock too, else
+ * asynchronously, for its data only. */
+static int bdev_call(struct ubj_bdev *d, struct ubj_req *r, uint32_t crit)
+{
+    bool wait_clock = crit == UBJ_CRIT_CRITICAL;
+    r->crit = crit;
     if (wait_clock)
         r->flags = UBJ_REQ_SYNC;
     int rc = ubj_bdev_submit(d, r);
@@ -92,51 +97,47 @@ int ubj_bdev_read(struct ubj_bdev *d, uint64_t blkno, uint32_t count, void *buf)
         return bdev_bad_io(d, "read", blkno, count, buf);
     struct ubj_req r;
     ubj_req_init(&r, UBJ_REQ_READ, blkno, count, buf);
-    r.crit = UBJ_CRIT_CRITICAL;
-    return bdev_call(d, &r);
+    return bdev_call(d, &r, UBJ_CRIT_CRITICAL);
 }
 
 /* ubj_bdev_write -- check, then a write request, waited for. */
 int ubj_bdev_write(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
                    const void *buf)
 {
+    return ubj_bdev_write_crit(d, blkno, count, buf, UBJ_CRIT_CRITICAL);
+}
+
+/* ubj_bdev_write_crit -- check, then a write request of class crit. */
+int ubj_bdev_write_crit(struct ubj_bdev *d, uint64_t blkno, uint32_t count,
+                        const void *buf, enum ubj_req_crit crit)
+{
     if (!bdev_io_ok(d, blkno, count, buf))
         return bdev_bad_io(d, "write", blkno, count, buf);
+    if (!bdev_crit_ok(crit))
+        return ubj_set_error(-EINVAL, "bdev write: class %u is neither time-critical "
+                             "nor time-noncritical", (unsigned)crit);
     struct ubj_req r;
     ubj_req_init(&r, UBJ_REQ_WRITE, blkno, count, (void *)buf);  /* never written */
-    r.crit = bdev_async_depth == 0 ? UBJ_CRIT_CRITICAL : UBJ_CRIT_NONCRITICAL;
-    return bdev_call(d, &r);
+    return bdev_call(d, &r, crit);
 }
 
 /* ubj_bdev_flush -- a flush request, waited for. */
 int ubj_bdev_flush(struct ubj_bdev *d)
 {
+    return ubj_bdev_flush_crit(d, UBJ_CRIT_CRITICAL);
+}
+
+/* ubj_bdev_flush_crit -- a flush request of class crit. */
+int ubj_bdev_flush_crit(struct ubj_bdev *d, enum ubj_req_crit crit)
+{
     if (d == NULL || d->ops == NULL)
         return ubj_set_error(-EINVAL, "bdev flush: no device");
+    if (!bdev_crit_ok(crit))
+        return ubj_set_error(-EINVAL, "bdev flush: class %u is neither time-critical "
+                             "nor time-noncritical", (unsigned)crit);
     struct ubj_req r;
     ubj_req_init(&r, UBJ_REQ_FLUSH, 0, 0, NULL);
-    r.crit = bdev_async_depth == 0 ? UBJ_CRIT_CRITICAL : UBJ_CRIT_NONCRITICAL;
-    return bdev_call(d, &r);
-}
-
-/* ubj_model_async_begin -- this thread's v1 calls stop waiting on the
- * model's clock. */
-void ubj_model_async_begin(void)
-{
-    bdev_async_depth++;
-}
-
-/* ubj_model_async_active -- inside a bracket on this thread? */
-int ubj_model_async_active(void)
-{
-    return bdev_async_depth > 0;
-}
-
-/* ubj_model_async_end -- close one bracket. */
-void ubj_model_async_end(void)
-{
-    if (bdev_async_depth > 0)
-        bdev_async_depth--;
+    return bdev_call(d, &r, crit);
 }
 
 /* ubj_bdev_destroy -- release d; a wrapper's destroy releases its lower. */

@@ -15,9 +15,10 @@
  *      this file accounts the request;
  *   4. the request completes at once, carrying t_done as its modeled
  *      completion on the model's clock (DEVF_TIMED); whoever waits for it
- *      waits on the clock until then (ubj_bdev_wait, the v1 calls outside
- *      the asynchronous bracket: src/dev/bdev.c, src/dev/req.c).  A
- *      request without UBJ_REQ_SYNC counts as asynchronous.
+ *      waits on the clock until then (ubj_bdev_wait, the v1 calls and
+ *      the _crit calls at UBJ_CRIT_CRITICAL: src/dev/bdev.c,
+ *      src/dev/req.c).  A request without UBJ_REQ_SYNC counts as
+ *      asynchronous.
  * FUA: a write with FUA pays the profile's write-through cost (the model
  * kinds' submit: no write cache for it).
  *

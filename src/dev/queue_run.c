@@ -18,8 +18,9 @@
  *  arrival (queue_submit), until an awaited request is done (queue_wait),
  *  or to the end (queue_drain).  Decisions thus come in time order and
  *  never before every request that could take part in them has arrived
- *  -- but for a caller that does not let time pass while it waits (the
- *  v1 bracket): its wait decides ahead of the clock, and what it submits
+ *  -- but for a caller that does not let time pass while it waits
+ *  (ubj_bdev_wait_data: background I/O): its wait decides ahead of the
+ *  clock, and what it submits
  *  next arrives "late" and takes part in the next decision only.
  *  With fcfs and untagged, non-conflicting requests a model is given the
  *  same requests at the same times as without the queue: d is the

@@ -33,8 +33,9 @@
  *  - A device whose ops has no `wait` completes every request inside
  *    submit, or from another thread with a sleeper woken (dev_req_sleep);
  *    a device with `wait` (the queue) is asked to make progress.
- *  - The only clock wait is in ubj_bdev_wait (and the v1 calls of
- *    bdev.c): models compute completion times, waiters wait for them.
+ *  - The only clock wait is in ubj_bdev_wait (and the calls of bdev.c
+ *    at UBJ_CRIT_CRITICAL): models compute completion times, waiters
+ *    wait for them; ubj_bdev_wait_data waits for the completion alone.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -266,14 +267,30 @@ int dev_req_wait(struct ubj_bdev *d, struct ubj_req *r, bool clock)
     return rc;
 }
 
-/* ubj_bdev_wait -- wait for r's completion, then for its modeled time. */
-int ubj_bdev_wait(struct ubj_bdev *d, struct ubj_req *r)
+/* req_waitable -- 0 if a caller may wait for r at d, else -EINVAL with
+ * the message naming `what`. */
+static int req_waitable(const struct ubj_bdev *d, const struct ubj_req *r,
+                        const char *what)
 {
     if (d == NULL || r == NULL || r->done != NULL ||
         __atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == UBJ_REQ_IDLE)
-        return ubj_set_error(-EINVAL, "bdev wait: no device, a request with "
-                             "a callback, or one never submitted");
-    return dev_req_wait(d, r, true);
+        return ubj_set_error(-EINVAL, "bdev %s: no device, a request with "
+                             "a callback, or one never submitted", what);
+    return 0;
+}
+
+/* ubj_bdev_wait -- wait for r's completion, then for its modeled time. */
+int ubj_bdev_wait(struct ubj_bdev *d, struct ubj_req *r)
+{
+    int rc = req_waitable(d, r, "wait");
+    return rc < 0 ? rc : dev_req_wait(d, r, true);
+}
+
+/* ubj_bdev_wait_data -- wait for r's completion only, not its modeled time. */
+int ubj_bdev_wait_data(struct ubj_bdev *d, struct ubj_req *r)
+{
+    int rc = req_waitable(d, r, "wait_data");
+    return rc < 0 ? rc : dev_req_wait(d, r, false);
 }
 
 /* ubj_bdev_submit_wait -- submit r marked SYNC and wait for it. */

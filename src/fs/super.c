@@ -28,7 +28,6 @@
 #include <uuid/uuid.h>
 #include "fs/fs.h"
 #include "txn/registry.h"    /* mode names <-> on-disk codes */
-#include "ubjfs/model.h"      /* ubj_model_async_*: the timer's I/O */
 
 #define SUPER_MIN_BLOCKS 256u
 #define SUPER_MAX_BLOCKS (1ULL << 40)
@@ -520,13 +519,8 @@ static void *super_timer_main(void *arg)
         int rc = 0;
         while (!fs->stopping && rc != ETIMEDOUT)
             rc = pthread_cond_timedwait(&fs->timer_cv, &fs->lock, &ts);
-        if (!fs->stopping) {
-            /* background work: on a timed device model its I/O is queued,
-             * not waited for, so it charges no foreground time */
-            ubj_model_async_begin();
-            (void)ubj_txn_tick(&fs->txn);
-            ubj_model_async_end();
-        }
+        if (!fs->stopping)   /* background work: nobody waits for its I/O */
+            (void)ubj_txn_tick(&fs->txn, UBJ_TICK_BACKGROUND);
     }
     pthread_mutex_unlock(&fs->lock);
     return NULL;
@@ -1055,16 +1049,24 @@ void fs_now(const struct ubj_fs *fs, struct timespec *ts)
         ubj_now(ts);
 }
 
-/* ubj_tick -- one timer tick, on the caller's schedule. */
+/* ubj_tick -- one timer tick, on the caller's schedule, waited for. */
 int ubj_tick(struct ubj_fs *fs)
+{
+    return ubj_tick_flags(fs, 0);
+}
+
+/* ubj_tick_flags -- one timer tick; flags UBJ_TICK_*. */
+int ubj_tick_flags(struct ubj_fs *fs, unsigned flags)
 {
     struct ubj_handle *h;
     if (!fs)
         return ubj_set_error(-EINVAL, "tick: no mount");
+    if (flags & ~UBJ_TICK_BACKGROUND)
+        return ubj_set_error(-EINVAL, "tick: unknown flags 0x%x", flags);
     fs_start(fs, 0, &h);
     int rc = 0;
     if (!(fs->flags & UBJ_MOUNT_RDONLY))
-        rc = ubj_txn_tick(&fs->txn);
+        rc = ubj_txn_tick(&fs->txn, flags);
     if (rc < 0)
         rc = ubj_set_error(rc, "tick: %s", strerror(-rc));
     return fs_stop(fs, h, rc);

@@ -83,6 +83,7 @@
 
 #define JNL_BS UBJ_JBS
 #define JNL_IOBLOCKS 64u             /* log blocks per device write */
+#define JNL_IOSEGS 4u                /* log writes in flight at once */
 #define JNL_CKPT_AGE_TICKS 6u        /* checkpoint after 6 commit intervals */
 #define JNL_MIN_TXN 8u               /* smallest running-transaction limit */
 #define JNL_DATA_LIST 256u           /* data buffers written one by one at a
@@ -148,7 +149,8 @@ struct jnl_state {
     struct ubj_jmap logged;  /* block -> tid of its newest live copy */
     uint32_t ticks_live;     /* ticks since the last checkpoint */
     /* I/O */
-    uint8_t *iobuf;          /* JNL_IOBLOCKS staged log blocks */
+    uint8_t *iobuf;          /* JNL_IOSEGS segments of JNL_IOBLOCKS staged
+                                log blocks, one per write in flight */
     uint8_t *blk;            /* one control block being built */
 };
 
@@ -220,13 +222,13 @@ static int jnl_fail(struct jnl_state *s, int rc)
     return rc;
 }
 
-/* jnl_flush -- flush the device, counted. */
-static int jnl_flush(struct ubj_txn *t)
+/* jnl_flush -- flush the device at class crit (ubj_bdev_flush_crit), counted. */
+static int jnl_flush(struct ubj_txn *t, enum ubj_req_crit crit)
 {
     t->stats.dev_flushes++;
     jnl_trace("flush %llu on %s", (unsigned long long)__atomic_load_n(
               &t->dev->stats.flushes, __ATOMIC_RELAXED) + 1, t->dev->ops->name);
-    return ubj_bdev_flush(t->dev);
+    return ubj_bdev_flush_crit(t->dev, crit);
 }
 
 /* jnl_next -- the log position after pos. */
@@ -326,41 +328,96 @@ static bool jnl_invariants(struct ubj_txn *t)
 
 /* ---- the log writer ----------------------------------------------------------- */
 
-/* Blocks on their way to the log, staged in runs of consecutive positions. */
+/*
+ * Blocks on their way to the log, staged in runs of consecutive positions
+ * (a segment of iobuf each) and written as jbd2's commit writes its log
+ * buffers: every full run is submitted at once as a v2 request (class
+ * crit; a time-critical one marked UBJ_REQ_SYNC), up to JNL_IOSEGS in
+ * flight, and jnl_lw_flush waits for all of them together -- before the
+ * flush that makes them durable and before the commit block.  A segment
+ * is staged into again only after its request completed.
+ */
 struct jnl_lw {
     struct ubj_txn *t;
     struct jnl_state *s;
     uint64_t pos;            /* position of the next block */
-    uint64_t stage_pos;      /* position of iobuf[0] */
+    uint64_t stage_pos;      /* position of the staging segment's first */
     uint32_t nstage;
     uint32_t crc, nblocks;   /* the transaction checksum so far */
+    enum ubj_req_crit crit;  /* the class of its writes (jnl_commit_quiet) */
+    uint32_t seg;            /* the staging segment */
+    uint32_t nflight;        /* requests in flight: seg - nflight .. seg - 1 */
+    int rc;                  /* the first error of a write */
+    struct ubj_req req[JNL_IOSEGS];   /* segment k's write */
 };
 
-/* jnl_lw_flush -- write the staged blocks.  0 or the device's error. */
-static int jnl_lw_flush(struct jnl_lw *w)
+/* jnl_lw_seg -- segment k of the staging buffer. */
+static inline uint8_t *jnl_lw_seg(const struct jnl_lw *w, uint32_t k)
+{
+    return w->s->iobuf + (size_t)k * JNL_IOBLOCKS * JNL_BS;
+}
+
+/* jnl_lw_wait_oldest -- wait for the oldest write in flight (on the
+ * clock too if time-critical: ubj_bdev_wait; else for its data only). */
+static void jnl_lw_wait_oldest(struct jnl_lw *w)
+{
+    uint32_t k = (w->seg + JNL_IOSEGS - w->nflight) % JNL_IOSEGS;
+    struct ubj_bdev *d = w->t->dev;
+    int rc = w->crit == UBJ_CRIT_CRITICAL ? ubj_bdev_wait(d, &w->req[k])
+                                          : ubj_bdev_wait_data(d, &w->req[k]);
+    if (rc < 0 && w->rc == 0)
+        w->rc = rc;
+    w->nflight--;
+}
+
+/* jnl_lw_submit -- submit the staged run (not waited for) and move to
+ * the next segment, waiting for the write that last used it. */
+static void jnl_lw_submit(struct jnl_lw *w)
 {
     if (w->nstage == 0)
-        return 0;
-    struct jnl_state *s = w->s;
-    int rc = ubj_bdev_write(w->t->dev, s->g.start + w->stage_pos, w->nstage, s->iobuf);
+        return;
+    struct ubj_req *r = &w->req[w->seg];
+    ubj_req_init(r, UBJ_REQ_WRITE, w->s->g.start + w->stage_pos, w->nstage,
+                 jnl_lw_seg(w, w->seg));
+    r->crit = w->crit;
+    r->flags = w->crit == UBJ_CRIT_CRITICAL ? UBJ_REQ_SYNC : 0;
+    int rc = ubj_bdev_submit(w->t->dev, r);
+    if (rc < 0 && w->rc == 0)
+        w->rc = rc;
     w->t->stats.bytes_journal += (uint64_t)w->nstage * JNL_BS;
     w->nstage = 0;
+    if (rc == 0)
+        w->nflight++;
+    w->seg = (w->seg + 1) % JNL_IOSEGS;
+    if (w->nflight == JNL_IOSEGS)
+        jnl_lw_wait_oldest(w);   /* the segment staged into next */
+}
+
+/* jnl_lw_flush -- write the staged blocks and wait for every write of the
+ * log writer.  0 or the first device error. */
+static int jnl_lw_flush(struct jnl_lw *w)
+{
+    jnl_lw_submit(w);
+    while (w->nflight > 0)
+        jnl_lw_wait_oldest(w);
+    int rc = w->rc;
+    w->rc = 0;
     return rc;
 }
 
 /* jnl_lw_put -- stage one block (escaped: first 4 bytes zeroed; chained
- * into the transaction checksum unless it is the commit block). */
+ * into the transaction checksum unless it is the commit block).  0, or
+ * the error of a write already completed. */
 static int jnl_lw_put(struct jnl_lw *w, const void *blk, bool escape, bool chain)
 {
     if (w->nstage > 0 && (w->nstage == JNL_IOBLOCKS ||
-                          w->pos != w->stage_pos + w->nstage)) {
-        int rc = jnl_lw_flush(w);
-        if (rc < 0)
-            return rc;
-    }
+                          w->pos != w->stage_pos + w->nstage))
+        jnl_lw_submit(w);
+    if (w->rc < 0)
+        return jnl_lw_flush(w);
     if (w->nstage == 0)
         w->stage_pos = w->pos;
-    uint8_t *slot = w->s->iobuf + (size_t)w->nstage * JNL_BS;
+    uint8_t *slot = jnl_lw_seg(w, w->seg) + (size_t)w->nstage * JNL_BS;
     memcpy(slot, blk, JNL_BS);
     if (escape)
         memset(slot, 0, sizeof(uint32_t));
@@ -568,7 +625,7 @@ static int jnl_entry_cmp(const void *a, const void *b)
 
 /* jnl_write_listed -- write the listed data buffers that are still dirty,
  * unjournaled data of their block, home in block order.  0 or -EIO. */
-static int jnl_write_listed(struct ubj_txn *t)
+static int jnl_write_listed(struct ubj_txn *t, enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
     if (s->ndata > 1)
@@ -581,7 +638,7 @@ static int jnl_write_listed(struct ubj_txn *t)
         struct ubj_buf_view v = ubj_cache_peek(t->cache, b);
         if (b->idx == s->data[k].idx && v.state == UBJ_BUF_DIRTY &&
             v.kind == UBJ_KIND_DATA && !(v.flags & UBJ_BUF_PINNED))
-            rc = ubj_cache_write_home(t->cache, b);
+            rc = ubj_cache_write_home_flags(t->cache, b, ubj_crit_wb(crit));
         ubj_cache_put(t->cache, b);   /* else written, dropped or journaled */
     }
     return rc;
@@ -590,12 +647,13 @@ static int jnl_write_listed(struct ubj_txn *t)
 /* jnl_write_data -- write unjournaled dirty data home (ordered data, or
  * writeback's before an fsync): the listed buffers, or when there were too
  * many to list every dirty unpinned buffer; with flush, make it durable. */
-static int jnl_write_data(struct ubj_txn *t, bool flush)
+static int jnl_write_data(struct ubj_txn *t, bool flush, enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
-    int rc = s->data_all ? ubj_cache_writeback(t->cache, 0) : jnl_write_listed(t);
+    int rc = s->data_all ? ubj_cache_writeback(t->cache, ubj_crit_wb(crit))
+                         : jnl_write_listed(t, crit);
     if (rc == 0 && flush)
-        rc = jnl_flush(t);
+        rc = jnl_flush(t, crit);
     if (rc == 0) {
         s->data_pending = false;
         s->data_all = false;
@@ -604,16 +662,17 @@ static int jnl_write_data(struct ubj_txn *t, bool flush)
     return rc;
 }
 
-static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit);
+static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit,
+                                 enum ubj_req_crit crit);
 
 /* jnl_fit -- make room in the log for a transaction of `blocks` blocks
  * (checkpoint without committing).  0 or an error (-ENOSPC: too big). */
-static int jnl_fit(struct ubj_txn *t, uint64_t blocks)
+static int jnl_fit(struct ubj_txn *t, uint64_t blocks, enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
     if (blocks <= jnl_log_free(s))
         return 0;
-    int rc = jnl_checkpoint_locked(t, false);
+    int rc = jnl_checkpoint_locked(t, false, crit);
     if (rc < 0)
         return rc;
     if (blocks <= jnl_log_free(s))
@@ -636,7 +695,7 @@ static int jnl_commit_log(struct ubj_txn *t, uint64_t T, uint32_t n,
     if (s->js_clean) {                          /* J4 */
         s->js->start = s->head;
         s->js->sequence = T;
-        rc = ubj_jsuper_write(&s->g, s->js);
+        rc = ubj_jsuper_write(&s->g, s->js, w->crit);
         t->stats.bytes_journal += JNL_BS;
         s->js_clean = false;
         sb_flush = true;
@@ -648,19 +707,23 @@ static int jnl_commit_log(struct ubj_txn *t, uint64_t T, uint32_t n,
     if (rc == 0)
         rc = jnl_lw_flush(w);
     if (rc == 0 && (!s->async || sb_flush) && !jnl_broken(UBJ_JBREAK_COMMIT_FLUSH))
-        rc = jnl_flush(t);
+        rc = jnl_flush(t, w->crit);
     if (rc == 0)
         rc = jnl_write_commit(w, T);
     if (rc == 0)
-        rc = jnl_flush(t);
+        rc = jnl_flush(t, w->crit);
     return rc;
 }
 
 /* jnl_commit_quiet -- commit the running transaction, inside the barrier
  * (J7): phase 1 (ordered) data home, phases 2-3 in jnl_commit_log, phase
  * 4 bookkeeping.  `wait`: fsync/sync/unmount (writeback mode writes its
- * data first). */
-static int jnl_commit_quiet(struct ubj_txn *t, bool wait)
+ * data first).  crit: the class of its I/O (UBJ_CRIT_CRITICAL, or lower
+ * for the timer's tick: nobody waits on the clock).  Each step's writes
+ * have completed before the next is submitted (the _crit calls and the
+ * cache return only then), so the order log blocks, flush, commit block,
+ * flush holds over a reordering queue too. */
+static int jnl_commit_quiet(struct ubj_txn *t, bool wait, enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
     ubj_txn_assert_quiet(t, "journal commit");   /* J7: every build */
@@ -674,18 +737,19 @@ static int jnl_commit_quiet(struct ubj_txn *t, bool wait)
     int rc = 0;
     if (n == 0 && s->revokes.n == 0) {           /* nothing to log */
         if (data)
-            rc = jnl_write_data(t, wait);
+            rc = jnl_write_data(t, wait, crit);
         jnl_running_reset(s);
         return rc < 0 ? jnl_fail(s, ubj_set_error(rc, "journal: writing data "
                                  "home failed: %s", strerror(-rc))) : 0;
     }
     uint64_t T = t->txid, start = s->head;
-    rc = jnl_fit(t, jnl_txn_blocks(n, s->revokes.n));
+    rc = jnl_fit(t, jnl_txn_blocks(n, s->revokes.n), crit);
     if (rc < 0)
         return rc;
     if (data)                                    /* phase 1 */
-        rc = jnl_write_data(t, s->async && s->fl == JNL_ORDERED);
-    struct jnl_lw w = { .t = t, .s = s, .pos = s->head, .crc = s->g.seed };
+        rc = jnl_write_data(t, s->async && s->fl == JNL_ORDERED, crit);
+    struct jnl_lw w = { .t = t, .s = s, .pos = s->head, .crc = s->g.seed,
+                        .crit = crit };
     if (rc == 0)
         rc = jnl_commit_log(t, T, n, &w);        /* phases 2-3 */
     if (rc < 0)
@@ -701,11 +765,11 @@ static int jnl_commit_quiet(struct ubj_txn *t, bool wait)
 }
 
 /* jnl_commit_locked -- take the barrier (wait for the open handles to
- * stop: LOCKED, then COMMITTING), commit, lift it (J7). */
-static int jnl_commit_locked(struct ubj_txn *t, bool wait)
+ * stop: LOCKED, then COMMITTING), commit (I/O at class crit), lift it (J7). */
+static int jnl_commit_locked(struct ubj_txn *t, bool wait, enum ubj_req_crit crit)
 {
     ubj_txn_lock_updates(t);
-    int rc = jnl_commit_quiet(t, wait);
+    int rc = jnl_commit_quiet(t, wait, crit);
     ubj_txn_unlock_updates(t);
     return rc;
 }
@@ -730,7 +794,7 @@ static int jnl_logged_prune(struct jnl_state *s, uint64_t tid)
 
 /* jnl_advance_tail -- drop the live transactions before `tid` (all of
  * them home and flushed) and persist the new tail (J5). */
-static int jnl_advance_tail(struct ubj_txn *t, uint64_t tid)
+static int jnl_advance_tail(struct ubj_txn *t, uint64_t tid, enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
     uint32_t drop = 0;
@@ -745,10 +809,10 @@ static int jnl_advance_tail(struct ubj_txn *t, uint64_t tid)
         return jnl_fail(s, ubj_set_error(rc, "journal: out of memory"));
     s->js->start = s->nlive ? s->live[0].start : s->head;
     s->js->sequence = s->nlive ? s->live[0].tid : t->txid;
-    rc = ubj_jsuper_write(&s->g, s->js);
+    rc = ubj_jsuper_write(&s->g, s->js, crit);
     t->stats.bytes_journal += JNL_BS;
     if (rc == 0)
-        rc = jnl_flush(t);
+        rc = jnl_flush(t, crit);
     if (rc < 0)
         return jnl_fail(s, ubj_set_error(rc, "journal: cannot move the log tail: %s",
                                          strerror(-rc)));
@@ -788,8 +852,9 @@ static uint64_t jnl_ckpt_pick(struct ubj_txn *t, uint32_t *nw)
 /* jnl_checkpoint_locked -- write the committed buffers home, flush, and
  * move the tail as far as J3 allows.  At a handle boundary with
  * may_commit, the running transaction commits first, so that nothing
- * blocks the tail and the whole log empties. */
-static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit)
+ * blocks the tail and the whole log empties.  I/O at class crit. */
+static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit,
+                                 enum ubj_req_crit crit)
 {
     struct jnl_state *s = jnl_of(t);
     if (s->rdonly)
@@ -798,14 +863,14 @@ static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit)
         return ubj_set_error(s->error, "journal: aborted after an error");
     int rc = 0;
     if (may_commit && ubj_txn_safe_point(t) && !jnl_running_empty(s) &&
-        (rc = jnl_commit_locked(t, false)) < 0)
+        (rc = jnl_commit_locked(t, false, crit)) < 0)
         return rc;
     uint32_t nw;
     uint64_t blocker = jnl_ckpt_pick(t, &nw);
     if (nw > 0) {
-        rc = ubj_cache_writeback(t->cache, 0);
+        rc = ubj_cache_writeback(t->cache, ubj_crit_wb(crit));
         if (rc == 0 && !jnl_broken(UBJ_JBREAK_CKPT_FLUSH))
-            rc = jnl_flush(t);
+            rc = jnl_flush(t, crit);
     }
     uint64_t done = 0;
     for (uint32_t k = 0; k < nw; k++) {
@@ -831,7 +896,7 @@ static int jnl_checkpoint_locked(struct ubj_txn *t, bool may_commit)
               (unsigned long long)(blocker < t->txid ? blocker : t->txid),
               (unsigned long long)t->txid, s->nlive);
     uint32_t before = s->nlive;
-    rc = jnl_advance_tail(t, blocker < t->txid ? blocker : t->txid);
+    rc = jnl_advance_tail(t, blocker < t->txid ? blocker : t->txid, crit);
     if (done > 0 || s->nlive < before)
         t->stats.checkpoints++;
     s->ticks_live = 0;
@@ -936,7 +1001,7 @@ static struct jnl_state *jnl_state_new(uint32_t n)
     s->own_blk = calloc(n, sizeof *s->own_blk);
     s->owned = malloc((size_t)n * sizeof *s->owned);
     s->scratch = malloc((size_t)n * sizeof *s->scratch);
-    s->iobuf = aligned_alloc(JNL_BS, (size_t)JNL_IOBLOCKS * JNL_BS);
+    s->iobuf = aligned_alloc(JNL_BS, (size_t)JNL_IOSEGS * JNL_IOBLOCKS * JNL_BS);
     s->blk = aligned_alloc(JNL_BS, JNL_BS);
     s->forget_min = UINT64_MAX;
     if (!s->js || !s->listed_tid || !s->listed_blk || !s->data || !s->dlisted ||
@@ -1033,10 +1098,10 @@ static int jnl_mark_clean(struct ubj_txn *t)
         return 0;
     s->js->start = 0;
     s->js->sequence = t->txid;
-    int rc = ubj_jsuper_write(&s->g, s->js);
+    int rc = ubj_jsuper_write(&s->g, s->js, UBJ_CRIT_CRITICAL);
     t->stats.bytes_journal += JNL_BS;
     if (rc == 0)
-        rc = jnl_flush(t);
+        rc = jnl_flush(t, UBJ_CRIT_CRITICAL);
     if (rc == 0)
         s->js_clean = true;
     return rc;
@@ -1050,9 +1115,9 @@ static int jnl_unmount(struct ubj_txn *t)
         return 0;
     int rc = 0;
     if (!s->rdonly) {
-        rc = jnl_commit_locked(t, true);
+        rc = jnl_commit_locked(t, true, UBJ_CRIT_CRITICAL);
         if (rc == 0)
-            rc = jnl_checkpoint_locked(t, true);
+            rc = jnl_checkpoint_locked(t, true, UBJ_CRIT_CRITICAL);
         if (rc == 0 && s->nlive != 0)
             rc = ubj_set_error(-EIO, "journal: %u transactions could not be "
                                "checkpointed", s->nlive);
@@ -1085,12 +1150,12 @@ static int jnl_make_room(struct ubj_handle *h)
     /* a transaction that freed many blocks commits too, so that reusing
      * them (J6: journaled while their free is uncommitted) stays rare */
     if (s->nrun >= s->max_txn || s->freed.n >= s->max_txn)
-        rc = jnl_commit_locked(t, false);
+        rc = jnl_commit_locked(t, false, UBJ_CRIT_CRITICAL);
     uint64_t open = ubj_txn_outstanding(t);
     uint32_t all = open + credits > UINT32_MAX ? UINT32_MAX : (uint32_t)(open + credits);
     if (rc == 0 && (jnl_log_free(s) < jnl_reserve(s, all) ||
                     s->nowned > s->nbufs / 2))
-        rc = jnl_checkpoint_locked(t, true);
+        rc = jnl_checkpoint_locked(t, true, UBJ_CRIT_CRITICAL);
     h->priv = s->nrun + (credits < s->loglen / 2 ? credits : s->loglen / 2);
     return rc;
 }
@@ -1237,27 +1302,29 @@ static int jnl_commit(struct ubj_txn *t, unsigned flags)
     struct jnl_state *s = jnl_of(t);
     if (s->rdonly)
         return 0;
-    int rc = jnl_commit_locked(t, (flags & UBJ_COMMIT_WAIT) != 0);
+    int rc = jnl_commit_locked(t, (flags & UBJ_COMMIT_WAIT) != 0, UBJ_CRIT_CRITICAL);
     if (rc == 0 && (flags & UBJ_COMMIT_SYNC))
-        rc = jnl_checkpoint_locked(t, true);
+        rc = jnl_checkpoint_locked(t, true, UBJ_CRIT_CRITICAL);
     return rc;
 }
 
 /* jnl_tick -- the timer: commit; checkpoint when the log is half full,
- * committed buffers fill half the cache, or after 6 ticks. */
-static int jnl_tick(struct ubj_txn *t)
+ * committed buffers fill half the cache, or after 6 ticks.  The I/O's
+ * class from the caller's flags (ubj_tick_crit). */
+static int jnl_tick(struct ubj_txn *t, unsigned flags)
 {
     struct jnl_state *s = jnl_of(t);
+    enum ubj_req_crit crit = ubj_tick_crit(flags);
     if (s->rdonly || s->error)
         return 0;
-    int rc = jnl_commit_locked(t, false);
+    int rc = jnl_commit_locked(t, false, crit);
     if (rc < 0)
         return rc;
     if (s->nlive > 0)
         s->ticks_live++;
     if (jnl_log_free(s) < s->loglen / 2 || s->nowned > s->nbufs / 2 ||
         s->ticks_live >= JNL_CKPT_AGE_TICKS)
-        rc = jnl_checkpoint_locked(t, true);
+        rc = jnl_checkpoint_locked(t, true, crit);
     return rc;
 }
 
@@ -1275,12 +1342,12 @@ static int jnl_reclaim(void *ctx)
     int rc = 0;
     bool safe = ubj_txn_safe_point(t);   /* a commit here never waits */
     if (safe && !jnl_running_empty(s)) {
-        rc = jnl_commit_locked(t, false);
+        rc = jnl_commit_locked(t, false, UBJ_CRIT_CRITICAL);
         progress = rc == 0;
     }
     uint64_t home = t->stats.bytes_checkpoint;
     if (rc == 0)
-        rc = jnl_checkpoint_locked(t, safe);
+        rc = jnl_checkpoint_locked(t, safe, UBJ_CRIT_CRITICAL);
     if (rc < 0)
         return rc;
     if (!progress && t->stats.bytes_checkpoint == home)

@@ -86,8 +86,11 @@ uint32_t ubj_jtag_crc(uint32_t seed, uint64_t sequence, const void *copy);
  * crc, version, geometry, uuid, features.  0 or -EUCLEAN / -EIO with the
  * message set. */
 int ubj_jsuper_read(const struct ubj_jgeom *g, struct ubj_jsuper *js);
-/* ubj_jsuper_write -- seal and write js (no flush).  0 or the error. */
-int ubj_jsuper_write(const struct ubj_jgeom *g, struct ubj_jsuper *js);
+/* ubj_jsuper_write -- seal and write js (no flush) at class crit
+ * (ubj_bdev_write_crit: UBJ_CRIT_CRITICAL waits on the clock).  0 or the
+ * error. */
+int ubj_jsuper_write(const struct ubj_jgeom *g, struct ubj_jsuper *js,
+                     enum ubj_req_crit crit);
 
 /* ---- recovery: SCAN, REVOKE, REPLAY ------------------------------------------ */
 

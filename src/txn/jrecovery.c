@@ -237,7 +237,7 @@ int ubj_journal_format(const struct ubj_jgeom *g, uint64_t compat, bool zeroed)
     int rc = zeroed ? 0 : jr_zero(g, UBJ_JOURNAL_FIRST, g->blocks);
     jr_fresh_super(g, compat, 1, js);
     if (rc == 0)
-        rc = ubj_jsuper_write(g, js);
+        rc = ubj_jsuper_write(g, js, UBJ_CRIT_CRITICAL);
     free(js);
     if (rc < 0)
         return ubj_set_error(rc, "journal: cannot write the empty journal: %s",
@@ -316,11 +316,12 @@ int ubj_jsuper_read(const struct ubj_jgeom *g, struct ubj_jsuper *js)
     return 0;
 }
 
-/* ubj_jsuper_write -- seal and write the journal superblock. */
-int ubj_jsuper_write(const struct ubj_jgeom *g, struct ubj_jsuper *js)
+/* ubj_jsuper_write -- seal and write the journal superblock at class crit. */
+int ubj_jsuper_write(const struct ubj_jgeom *g, struct ubj_jsuper *js,
+                     enum ubj_req_crit crit)
 {
     ubj_jblock_seal(g->seed, js);
-    return ubj_bdev_write(g->dev, g->start, 1, js);
+    return ubj_bdev_write_crit(g->dev, g->start, 1, js, crit);
 }
 
 /* ---- SCAN --------------------------------------------------------------------- */
@@ -751,7 +752,7 @@ static int jr_restart(const struct ubj_jgeom *g, struct ubj_jsuper *js,
 {
     js->start = 0;
     js->sequence = next_seq;
-    int rc = ubj_jsuper_write(g, js);
+    int rc = ubj_jsuper_write(g, js, UBJ_CRIT_CRITICAL);
     if (rc == 0)
         rc = ubj_bdev_flush(g->dev);
     if (rc < 0)
@@ -804,7 +805,7 @@ static int jr_fsck_reset(const struct ubj_jgeom *g, struct ubj_jsuper *js)
     int rc = jr_zero(g, UBJ_JOURNAL_FIRST, g->blocks);
     jr_fresh_super(g, 0, 1, js);
     if (rc == 0)
-        rc = ubj_jsuper_write(g, js);
+        rc = ubj_jsuper_write(g, js, UBJ_CRIT_CRITICAL);
     if (rc == 0)
         rc = ubj_bdev_flush(g->dev);
     return rc;

@@ -254,8 +254,27 @@ struct ubj_mode_record {
 /* 2: `reclaim` left the table -- a mode registers it with the cache, beside
  * its write hooks (ubj_cache_set_hooks in its mount; "Cache write hooks"
  * below).  3: the handle layer (src/txn/handle.c) owns the handles: start
- * gets the handle about to open, stop only the last level of one */
-#define UBJ_MODE_OPS_VERSION 3u
+ * gets the handle about to open, stop only the last level of one.  4: tick
+ * gets the caller's flags (UBJ_TICK_BACKGROUND: nobody waits for its I/O;
+ * this replaced the models' per-thread asynchronous bracket) */
+#define UBJ_MODE_OPS_VERSION 4u
+
+/* ubj_tick_crit -- the class of a tick's device I/O (ubjfs.h's
+ * UBJ_TICK_* flags): time-noncritical when nobody waits
+ * (UBJ_TICK_BACKGROUND), else time-critical.  The modes pass it down to
+ * ubj_bdev_write_crit / ubj_bdev_flush_crit and, as ubj_crit_wb, to the
+ * cache's write calls. */
+static inline enum ubj_req_crit ubj_tick_crit(unsigned flags)
+{
+    return (flags & UBJ_TICK_BACKGROUND) ? UBJ_CRIT_NONCRITICAL : UBJ_CRIT_CRITICAL;
+}
+
+/* ubj_crit_wb -- the cache's write-back flag for I/O of class crit:
+ * UBJ_WB_BACKGROUND below time-critical, else 0. */
+static inline unsigned ubj_crit_wb(enum ubj_req_crit crit)
+{
+    return crit == UBJ_CRIT_CRITICAL ? 0 : UBJ_WB_BACKGROUND;
+}
 
 struct ubj_mode_ops {
     uint32_t version;     /* UBJ_MODE_OPS_VERSION */
@@ -287,8 +306,12 @@ struct ubj_mode_ops {
     int (*stop)(struct ubj_handle *h);
     /* commit (UBJ_COMMIT_* flags). */
     int (*commit)(struct ubj_txn *t, unsigned flags);
-    /* the periodic timer fired (every commit_interval_ms). */
-    int (*tick)(struct ubj_txn *t);
+    /* the periodic timer fired (every commit_interval_ms); flags:
+     * UBJ_TICK_BACKGROUND (ubjfs.h) when nobody waits for it (the mount's
+     * timer thread, a harness's background tick): its device I/O goes at
+     * class ubj_tick_crit(flags), and the caller is charged no device
+     * time on a timed model. */
+    int (*tick)(struct ubj_txn *t, unsigned flags);
     /*
      * The verbs of mount and fsck (all optional, NULL: nothing to do),
      * called through src/txn/txn.c only (ubj_txn_check_last,
@@ -479,7 +502,7 @@ int ubj_txn_dirty(struct ubj_handle *h, struct ubj_buf *b, enum ubj_buf_kind kin
 int ubj_txn_forget(struct ubj_handle *h, uint64_t blkno);
 int ubj_txn_stop(struct ubj_handle *h);
 int ubj_txn_commit(struct ubj_txn *t, unsigned flags);
-int ubj_txn_tick(struct ubj_txn *t);
+int ubj_txn_tick(struct ubj_txn *t, unsigned flags);
 /* ubj_txn_stats -- t->stats, brought up to date by the mode (ops->stats);
  * the mount lock held.  Returns &t->stats. */
 const struct ubj_txn_stats *ubj_txn_stats(struct ubj_txn *t);

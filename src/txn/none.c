@@ -134,10 +134,11 @@ static int none_stop(struct ubj_handle *h)
     return 0;
 }
 
-/* none_tick -- periodic write-back, without a flush. */
-static int none_tick(struct ubj_txn *t)
+/* none_tick -- periodic write-back, without a flush (in the background
+ * with UBJ_TICK_BACKGROUND). */
+static int none_tick(struct ubj_txn *t, unsigned flags)
 {
-    return ubj_cache_writeback(t->cache, 0);
+    return ubj_cache_writeback(t->cache, ubj_crit_wb(ubj_tick_crit(flags)));
 }
 
 const struct ubj_mode_ops ubj_mode_none = {

@@ -674,9 +674,10 @@ static int sync_forget(struct ubj_handle *h, uint64_t blkno)
     return ubj_mode_none.forget(h, blkno);
 }
 
-static int sync_tick(struct ubj_txn *t)
+/* sync_tick -- none's periodic write-back (flags: UBJ_TICK_*). */
+static int sync_tick(struct ubj_txn *t, unsigned flags)
 {
-    return ubj_mode_none.tick(t);
+    return ubj_mode_none.tick(t, flags);
 }
 
 void ubj_sync_stats_get(const struct ubj_txn *t, struct ubj_sync_stats *out)

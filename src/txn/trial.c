@@ -593,7 +593,10 @@ static int trial_stop(struct ubj_handle *h)
 }
 
 /* trial_tick -- none's tick (deferrals honoured). */
-static int trial_tick(struct ubj_txn *t) { return ubj_mode_none.tick(t); }
+static int trial_tick(struct ubj_txn *t, unsigned flags)
+{
+    return ubj_mode_none.tick(t, flags);
+}
 
 /* trial_event -- with the hooks, into the records; then the handle's copy
  * of the block takes the change, so that the next update's undo value is

@@ -295,12 +295,12 @@ int ubj_txn_commit(struct ubj_txn *t, unsigned flags)
     return rc;
 }
 
-/* ubj_txn_tick -- the periodic timer fired. */
-int ubj_txn_tick(struct ubj_txn *t)
+/* ubj_txn_tick -- the periodic timer fired (flags: UBJ_TICK_*). */
+int ubj_txn_tick(struct ubj_txn *t, unsigned flags)
 {
     assert(t != NULL && t->ops != NULL);
-    int rc = t->ops->tick(t);
-    TXN_TRACE(t, "tick", 0, rc);
+    int rc = t->ops->tick(t, flags);
+    TXN_TRACE(t, "tick", flags, rc);
     return rc;
 }
 

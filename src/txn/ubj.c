@@ -503,17 +503,20 @@ static bool ubjm_ckpt_same(struct ubj_txn *t, const struct ubj_buf *b, uint64_t 
 }
 
 /* ubjm_ckpt_write -- checkpoint steps C1-C2: write the listed buffers home
- * and flush the device.  Touches neither the region nor the mode's state,
- * so the timer runs it without the mount lock.  0 or the device's error;
- * *flush_failed says which step failed. */
+ * and flush the device, at class crit (below time-critical: nobody waits
+ * on the clock; the flush is submitted once the writes completed, so it
+ * covers them over a reordering queue too).  Touches neither the region
+ * nor the mode's state, so the timer runs it without the mount lock.  0
+ * or the device's error; *flush_failed says which step failed. */
 static int ubjm_ckpt_write(struct ubj_txn *t, const uint32_t *list,
-                           const uint64_t *txid, uint32_t n, bool *flush_failed)
+                           const uint64_t *txid, uint32_t n, enum ubj_req_crit crit,
+                           bool *flush_failed)
 {
     const uint64_t *check = ubjm_broken(UBJM_BREAK_CKPT_ANY_FROZEN) ? NULL : txid;
-    int rc = ubj_cache_write_bufs(t->cache, list, check, n);
+    int rc = ubj_cache_write_bufs(t->cache, list, check, n, ubj_crit_wb(crit));
     *flush_failed = false;
     if (rc == 0 && !ubjm_broken(UBJM_BREAK_CKPT_FLUSH)) {
-        rc = ubj_bdev_flush(t->dev);
+        rc = ubj_bdev_flush_crit(t->dev, crit);
         *flush_failed = rc < 0;
     }
     return rc;
@@ -598,10 +601,12 @@ static int ubjm_ckpt_finish(struct ubj_txn *t, const uint32_t *list,
 /*
  * ubjm_checkpoint_locked -- write every FROZEN buffer home, flush the
  * device, then persist their tags 0 (older versions first) and make them
- * CLEAN; all under the mount lock.  On a device error nothing changes
- * state (they stay FROZEN, safe in NVM) and the error is returned.
+ * CLEAN; all under the mount lock, the device I/O at class crit.  On a
+ * device error nothing changes state (they stay FROZEN, safe in NVM) and
+ * the error is returned.
  */
-static int ubjm_checkpoint_locked(struct ubj_txn *t, uint32_t where)
+static int ubjm_checkpoint_locked(struct ubj_txn *t, uint32_t where,
+                                  enum ubj_req_crit crit)
 {
     struct ubjm_state *s = ubjm_of(t);
     if (s->error)
@@ -613,7 +618,7 @@ static int ubjm_checkpoint_locked(struct ubj_txn *t, uint32_t where)
     }
     ubjm_trace("checkpoint %u buffers (open handles %u)", n, ubj_txn_open_handles(t));
     bool flush_failed;
-    int rc = ubjm_ckpt_write(t, s->scratch, s->scratch_txid, n, &flush_failed);
+    int rc = ubjm_ckpt_write(t, s->scratch, s->scratch_txid, n, crit, &flush_failed);
     if (rc < 0)
         return ubjm_ckpt_failed(t, rc, where, n, flush_failed);
     return ubjm_ckpt_finish(t, s->scratch, s->scratch_txid, n);
@@ -629,13 +634,13 @@ static int ubjm_checkpoint_locked(struct ubj_txn *t, uint32_t where)
  * skipped (ubj_cache_write_bufs), one in flight is io_busy (never reused),
  * and only those still FROZEN with their listed txid are finished -- so a
  * writer short of buffers can reuse any of them as soon as it could
- * without this checkpoint.
+ * without this checkpoint.  Device I/O at class crit.
  */
-static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
+static int ubjm_checkpoint_unlocked(struct ubj_txn *t, enum ubj_req_crit crit)
 {
     struct ubjm_state *s = ubjm_of(t);
     if (t->lock == NULL || ubj_txn_open_handles(t) != 0)
-        return ubjm_checkpoint_locked(t, UBJ_NVM_ERR_TIMER);
+        return ubjm_checkpoint_locked(t, UBJ_NVM_ERR_TIMER, crit);
     if (s->error)
         return ubjm_refuse(s, s->error);
     uint32_t n = ubjm_ckpt_collect(t, s->ckpt, s->ckpt_txid);
@@ -647,7 +652,7 @@ static int ubjm_checkpoint_unlocked(struct ubj_txn *t)
     pthread_mutex_unlock(t->lock);
     ubjm_point(UBJM_TP_CKPT_UNLOCKED);
     bool flush_failed;
-    int rc = ubjm_ckpt_write(t, s->ckpt, s->ckpt_txid, n, &flush_failed);
+    int rc = ubjm_ckpt_write(t, s->ckpt, s->ckpt_txid, n, crit, &flush_failed);
     ubjm_point(UBJM_TP_CKPT_WRITTEN);
     pthread_mutex_lock(t->lock);
     if (rc < 0)   /* writers ran meanwhile; nothing of this one changed state */
@@ -672,13 +677,13 @@ static bool ubjm_cold_pressure(struct ubj_txn *t)
 }
 
 /* ubjm_maybe_checkpoint -- checkpoint if frozen buffers exceed the limit
- * or (cold) crowd hot clean ones out. */
-static int ubjm_maybe_checkpoint(struct ubj_txn *t, bool cold)
+ * or (cold) crowd hot clean ones out; device I/O at class crit. */
+static int ubjm_maybe_checkpoint(struct ubj_txn *t, bool cold, enum ubj_req_crit crit)
 {
     uint64_t dirty, frozen;
     ubjm_counts(t, &dirty, &frozen);
     return frozen > ubjm_of(t)->max_frozen || (cold && frozen > 0)
-           ? ubjm_checkpoint_locked(t, UBJ_NVM_ERR_START) : 0;
+           ? ubjm_checkpoint_locked(t, UBJ_NVM_ERR_START, crit) : 0;
 }
 
 /* ---- recovery (mount) ----------------------------------------------------- */
@@ -829,7 +834,8 @@ static int ubjm_unmount(struct ubj_txn *t)
                            (unsigned long long)frozen, ubj_nvm_path(s->r));
     } else {
         rc = ubjm_commit_locked(t);
-        int crc = s->rdonly ? 0 : ubjm_checkpoint_locked(t, UBJ_NVM_ERR_UNMOUNT);
+        int crc = s->rdonly ? 0 : ubjm_checkpoint_locked(t, UBJ_NVM_ERR_UNMOUNT,
+                                                         UBJ_CRIT_CRITICAL);
         if (rc == 0)
             rc = crc;
     }
@@ -864,13 +870,12 @@ static int ubjm_start(struct ubj_handle *h)
     if (rc < 0)
         return rc;
     /* an early checkpoint makes room ahead of need; the caller does
-     * not wait for it, so on a timed device model its I/O is queued,
-     * not waited for (ubjfs/model.h).  Its device error turns the
-     * mount read-only like any checkpoint's: this operation has not
-     * started, and fails with it */
-    ubj_model_async_begin();
-    rc = ubjm_maybe_checkpoint(t, cold);
-    ubj_model_async_end();
+     * not wait for it, so its I/O is time-noncritical and, on a timed
+     * device model, queued, not waited for on the clock (ubjfs/bdev.h,
+     * ubj_bdev_write_crit).  Its device error turns the mount read-only
+     * like any checkpoint's: this operation has not started, and fails
+     * with it */
+    rc = ubjm_maybe_checkpoint(t, cold, UBJ_CRIT_NONCRITICAL);
     return rc < 0 ? rc : 0;
 }
 
@@ -952,12 +957,13 @@ static int ubjm_commit(struct ubj_txn *t, unsigned flags)
 {
     int rc = ubjm_commit_locked(t);
     if (rc == 0 && (flags & UBJ_COMMIT_SYNC))
-        rc = ubjm_checkpoint_locked(t, UBJ_NVM_ERR_SYNC);
+        rc = ubjm_checkpoint_locked(t, UBJ_NVM_ERR_SYNC, UBJ_CRIT_CRITICAL);
     return rc;
 }
 
-/* ubjm_tick -- the timer: commit; checkpoint on the frozen limit or age. */
-static int ubjm_tick(struct ubj_txn *t)
+/* ubjm_tick -- the timer: commit; checkpoint on the frozen limit or age
+ * (device I/O at class ubj_tick_crit(flags)). */
+static int ubjm_tick(struct ubj_txn *t, unsigned flags)
 {
     struct ubjm_state *s = ubjm_of(t);
     int rc = ubjm_commit_locked(t);
@@ -968,7 +974,7 @@ static int ubjm_tick(struct ubj_txn *t)
     if (frozen > 0)
         s->ticks_frozen++;
     if (frozen > s->max_frozen / 2 || s->ticks_frozen >= UBJM_CKPT_AGE_TICKS)
-        rc = ubjm_checkpoint_unlocked(t);
+        rc = ubjm_checkpoint_unlocked(t, ubj_tick_crit(flags));
     return rc;
 }
 
@@ -994,7 +1000,7 @@ static int ubjm_reclaim(void *ctx)
         ubjm_counts(t, &dirty, &frozen);
     }
     if (frozen > 0) {
-        rc = ubjm_checkpoint_locked(t, UBJ_NVM_ERR_RECLAIM);
+        rc = ubjm_checkpoint_locked(t, UBJ_NVM_ERR_RECLAIM, UBJ_CRIT_CRITICAL);
         if (rc < 0)
             return rc;
         rc = ubjm_free_olds(t);

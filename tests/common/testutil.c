@@ -585,3 +585,19 @@ int t_tmpfile_teardown(void **state)
     unlink((const char *)*state);
     return 0;
 }
+
+/* t_done_count -- t_submit_async's callback: count the completion. */
+static void t_done_count(struct ubj_req *r)
+{
+    __atomic_fetch_add((int *)r->priv, 1, __ATOMIC_RELAXED);
+}
+
+/* t_submit_async -- see testutil.h. */
+void t_submit_async(struct ubj_bdev *d, struct ubj_req *r, enum ubj_req_op op,
+                    uint64_t blkno, uint32_t count, void *buf, int *done)
+{
+    ubj_req_init(r, op, blkno, count, buf);
+    r->done = t_done_count;
+    r->priv = done;
+    assert_int_equal(ubj_bdev_submit(d, r), 0);
+}

@@ -16,6 +16,7 @@
  *  - t_unchecked_begin/end: mounts without the event checker, for a test
  *    that damages metadata by design.
  *  - t_tmpfile*: temporary files under $TMPDIR (else /tmp).
+ *  - t_submit_async: a v2 request nobody waits for (a callback counts it).
  */
 #ifndef UBJ_TESTUTIL_H
 #define UBJ_TESTUTIL_H
@@ -261,5 +262,16 @@ int t_tmpfile(char *path, size_t len, const char *tag);
 int t_tmpfile_setup(void **state);
 /* t_tmpfile_teardown -- a cmocka teardown: unlink(*state). */
 int t_tmpfile_teardown(void **state);
+
+/* ---- device requests ---------------------------------------------------- */
+
+/* t_submit_async -- v2 asynchronous submission to d: r becomes a request
+ * of `op` on blocks [blkno, blkno + count) of buf, time-noncritical,
+ * without UBJ_REQ_SYNC (a timed model counts it asynchronous and charges
+ * nobody its time), whose callback adds 1 to *done.  Fails the test if
+ * ubj_bdev_submit rejects it.  r and buf belong to the device until the
+ * callback ran (on a device without a queue: before this returns). */
+void t_submit_async(struct ubj_bdev *d, struct ubj_req *r, enum ubj_req_op op,
+                    uint64_t blkno, uint32_t count, void *buf, int *done);
 
 #endif /* UBJ_TESTUTIL_H */

@@ -313,7 +313,7 @@ static void *stab_w(void *arg)
 {
     (void)arg;
     if (S.zero_copy)   /* the timer's checkpoint: a FROZEN buffer, zero copy */
-        S.w_rc = ubj_cache_write_bufs(S.fs->cache, &S.b->idx, NULL, 1);
+        S.w_rc = ubj_cache_write_bufs(S.fs->cache, &S.b->idx, NULL, 1, 0);
     else
         S.w_rc = ubj_cache_write_home(S.fs->cache, S.b);
     return NULL;

@@ -40,7 +40,7 @@ static void lb_new(struct lb *l, uint64_t compat, uint64_t start, uint64_t seq)
     assert_ok(ubj_jsuper_read(&l->g, &js));
     js.start = start;
     js.sequence = seq;
-    assert_int_equal(ubj_jsuper_write(&l->g, &js), 0);
+    assert_int_equal(ubj_jsuper_write(&l->g, &js, UBJ_CRIT_CRITICAL), 0);
     l->pos = start;
     l->seq = seq;
 }
@@ -409,7 +409,7 @@ static void test_many_descriptors(void **state)
     struct ubj_jsuper js;
     assert_ok(ubj_jsuper_read(&l.g, &js));
     js.start = 1;
-    assert_int_equal(ubj_jsuper_write(&l.g, &js), 0);
+    assert_int_equal(ubj_jsuper_write(&l.g, &js, UBJ_CRIT_CRITICAL), 0);
     l.pos = 1;
     l.seq = 1;
     uint64_t homes[300];
@@ -486,7 +486,7 @@ static void test_bad_super(void **state)
     struct ubj_jsuper js;
     assert_ok(ubj_jsuper_read(&l.g, &js));
     js.maxlen = 99;                          /* resealed, but wrong geometry */
-    assert_int_equal(ubj_jsuper_write(&l.g, &js), 0);
+    assert_int_equal(ubj_jsuper_write(&l.g, &js, UBJ_CRIT_CRITICAL), 0);
     assert_rc(ubj_jsuper_read(&l.g, &js), -EUCLEAN);
     lb_damage(&l, 0);
     assert_rc(ubj_jsuper_read(&l.g, &js), -EUCLEAN);

@@ -528,6 +528,29 @@ static void test_big_write_journal_mode(void **state)
     mb_done(fs, dev);
 }
 
+/* test_big_commit_batched -- one commit of far more log blocks than the
+ * log writer stages per request (64) times its writes in flight (4):
+ * its requests go in batches, the writer waiting for the oldest before
+ * staging into its buffer again, and all before the flush and the commit
+ * block; the crash copy recovers the whole file. */
+static void test_big_commit_batched(void **state)
+{
+    (void)state;
+    struct ubj_bdev *dev;
+    struct ubj_fs *fs;
+    jt_new_fs(MB_BLOCKS, UBJ_MODE_JOURNAL, 2048, MB_BUFS, &dev, &fs);
+    struct ubj_bdev_stats b0, b1;
+    ubj_bdev_stats_get(dev, &b0);
+    jt_put_file(fs, "/big", 3u << 20, 23);
+    assert_ok(ubj_fsync(fs, tpath_ino(fs, "/big"), 0));
+    ubj_bdev_stats_get(dev, &b1);
+    /* 768 data blocks logged: at least 12 requests of 64 blocks */
+    assert_true(b1.bytes_written - b0.bytes_written >= (768ull + 12) * 4096);
+    assert_true(b1.writes - b0.writes >= 12);
+    mb_crash_expect(dev, MB_BUFS, "/big", 3u << 20, 23);
+    mb_done(fs, dev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -544,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_async_commit),
         cmocka_unit_test(test_timer_commit),
         cmocka_unit_test(test_big_write_journal_mode),
+        cmocka_unit_test(test_big_commit_batched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,8 +11,9 @@
  * bad requests without completing them, counting the error; count
  * requests and bytes; carry modeled times on a timed stack (and move the
  * virtual clock to them when waited for); accept FUA, flushes and tags;
- * drain and raise without error.  A tagged write on a volatile-cache
- * stack without a queue costs one flush before it.
+ * drain and raise without error; serve background I/O (the _crit calls,
+ * ubj_bdev_wait_data) without moving a virtual clock.  A tagged write on
+ * a volatile-cache stack without a queue costs one flush before it.
  */
 #include "testutil.h"
 #include <pthread.h>
@@ -295,6 +296,56 @@ static void test_times(void **state)
     unmake(k, d, path);
 }
 
+/* clock_virtual_now -- the time of d's stack's virtual clock, or
+ * UINT64_MAX when it has none (untimed, or real). */
+static uint64_t clock_virtual_now(struct ubj_bdev *d)
+{
+    struct ubj_bdev *model = ubj_model_find(d);
+    struct ubj_clock *c = model != NULL ? ubj_model_clock(model) : NULL;
+    return c != NULL && ubj_clock_kind(c) == UBJ_CLOCK_VIRTUAL ? ubj_clock_now(c)
+                                                               : UINT64_MAX;
+}
+
+/* test_background -- I/O nobody waits for (issue 18: what replaced the
+ * models' asynchronous bracket): ubj_bdev_write_crit / flush_crit below
+ * time-critical and ubj_bdev_wait_data return with the request completed
+ * and its data done, without moving a virtual clock; a model counts the
+ * requests asynchronous; an unknown class is refused. */
+static void test_background(void **state)
+{
+    const struct kind *k = *state;
+    char path[64];
+    struct ubj_bdev *d = make(k, path);
+    struct ubj_bdev *model = ubj_model_find(d);
+    if (model != NULL)
+        assert_int_equal(ubj_model_stats_reset(model), 0);
+    unsigned char a[2 * BS], b[2 * BS];
+    tpattern_fill(a, sizeof a, 77, 0);
+    uint64_t t0 = clock_virtual_now(d);
+    int want = k->rdonly ? -EROFS : 0;
+    assert_int_equal(ubj_bdev_write_crit(d, 60, 2, a, UBJ_CRIT_NONCRITICAL), want);
+    assert_int_equal(ubj_bdev_flush_crit(d, UBJ_CRIT_NONCRITICAL), 0);
+    struct ubj_req r;
+    ubj_req_init(&r, UBJ_REQ_READ, 60, 2, b);
+    assert_int_equal(ubj_bdev_wait_data(d, &r), -EINVAL);    /* never submitted */
+    assert_int_equal(ubj_bdev_submit(d, &r), 0);
+    assert_int_equal(ubj_bdev_wait_data(d, &r), 0);
+    assert_int_equal(r.state, UBJ_REQ_DONE);
+    if (!k->rdonly)
+        assert_memory_equal(a, b, sizeof a);
+    assert_int_equal(clock_virtual_now(d), t0);              /* no time moved */
+    if (model != NULL) {
+        struct ubj_model_stats ms;
+        assert_int_equal(ubj_model_stats_get(model, &ms), 0);
+        assert_true(ms.async_requests >= (k->rdonly ? 2u : 3u));
+    }
+    assert_int_equal(ubj_bdev_write_crit(d, 60, 1, a, UBJ_CRIT_CLASSES), -EINVAL);
+    assert_int_equal(ubj_bdev_flush_crit(d, UBJ_CRIT_CLASSES), -EINVAL);
+    assert_int_equal(ubj_bdev_flush_crit(d, UBJ_CRIT_LIMITED), -EINVAL);  /* no deadline */
+    assert_int_equal(ubj_bdev_drain(d), 0);
+    unmake(k, d, path);
+}
+
 /* test_tags_and_raise -- barrier and after-list writes land; raise and
  * drain succeed; a queue counts a raise. */
 static void test_tags_and_raise(void **state)
@@ -457,6 +508,7 @@ static const struct { const char *name; CMUnitTestFunction fn; } suite[] = {
     { "sync_and_v1", test_sync_and_v1 },
     { "rejects", test_rejects },
     { "times", test_times },
+    { "background", test_background },
     { "tags_and_raise", test_tags_and_raise },
     { "threads", test_threads },
 };

@@ -11,7 +11,10 @@
  *    change), and stays DIRTY so the change is written next time;
  *  - write_done runs once per write, on completion (not at submission);
  *  - reads never see data older than a write in flight to the block:
- *    the cache keeps an io_busy buffer cached (no eviction, no re-read).
+ *    the cache keeps an io_busy buffer cached (no eviction, no re-read);
+ *  - a process that waits for another caller's write in flight (its
+ *    write_home meeting a background write-back) raises that request to
+ *    time-critical in the queue.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <pthread.h>
+#include <time.h>
 #include <cmocka.h>
 #include "ubjfs/bdev.h"
 #include "ubjfs/model.h"
@@ -45,10 +50,12 @@ static struct ubj_bdev *open_hdd(const char *spec)
 
 struct gate {
     struct ubj_bdev base;
-    bool closed;               /* writes are held */
-    uint32_t nheld;
-    struct ubj_req *held[64];
-    uint64_t submitted;        /* writes seen */
+    pthread_mutex_t mu;        /* a queue's dispatcher submits, a test
+                                  thread releases */
+    bool closed;               /* [mu] writes are held */
+    uint32_t nheld;            /* [mu] */
+    struct ubj_req *held[64];  /* [mu] */
+    uint64_t submitted;        /* [mu] writes seen */
 };
 
 /* gate_submit -- reads and flushes pass at once; writes wait while closed. */
@@ -56,11 +63,14 @@ static void gate_submit(struct ubj_bdev *d, struct ubj_req *r)
 {
     struct gate *g = (struct gate *)d;
     if (r->op == UBJ_REQ_WRITE) {
+        pthread_mutex_lock(&g->mu);
         g->submitted++;
         if (g->closed && g->nheld < 64) {
             g->held[g->nheld++] = r;
+            pthread_mutex_unlock(&g->mu);
             return;
         }
+        pthread_mutex_unlock(&g->mu);
         ubj_req_complete(r, ubj_bdev_write(d->lower, r->blkno, r->count, r->buf));
         return;
     }
@@ -73,17 +83,32 @@ static void gate_submit(struct ubj_bdev *d, struct ubj_req *r)
  * (copied from its buffer at this moment) and completes. */
 static void gate_release(struct gate *g)
 {
+    pthread_mutex_lock(&g->mu);
     g->closed = false;
-    for (uint32_t k = 0; k < g->nheld; k++) {
-        struct ubj_req *r = g->held[k];
+    uint32_t n = g->nheld;
+    struct ubj_req *held[64];
+    memcpy(held, g->held, n * sizeof held[0]);
+    g->nheld = 0;
+    pthread_mutex_unlock(&g->mu);
+    for (uint32_t k = 0; k < n; k++) {
+        struct ubj_req *r = held[k];
         ubj_req_complete(r, ubj_bdev_write(g->base.lower, r->blkno, r->count, r->buf));
     }
-    g->nheld = 0;
+}
+
+/* gate_held -- how many writes the gate holds now. */
+static uint32_t gate_held(struct gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    uint32_t n = g->nheld;
+    pthread_mutex_unlock(&g->mu);
+    return n;
 }
 
 static void gate_destroy(struct ubj_bdev *d)
 {
     ubj_bdev_destroy(d->lower);
+    pthread_mutex_destroy(&((struct gate *)d)->mu);
     free(d);
 }
 
@@ -100,6 +125,7 @@ static struct gate *gate_new(void)
     assert_non_null(g);
     g->base = (struct ubj_bdev){ .ops = &gate_ops, .block_size = BS,
                                  .nblocks = DEVBLOCKS, .lower = ram };
+    pthread_mutex_init(&g->mu, NULL);
     return g;
 }
 
@@ -321,6 +347,93 @@ static void test_eviction_async(void **st)
     ubj_bdev_destroy(&g->base);
 }
 
+/* What test_raise_waiter's threads share. */
+struct raise_ctx {
+    struct ubj_cache *c;
+    struct gate *g;
+    int wb_rc;
+    bool saw_raise;      /* the gate opened on a raise, not on time */
+};
+
+/* raise_wb_main -- a background write-back (nobody waits for it). */
+static void *raise_wb_main(void *arg)
+{
+    struct raise_ctx *x = arg;
+    x->wb_rc = ubj_cache_writeback(x->c, UBJ_WB_BACKGROUND);
+    return NULL;
+}
+
+/* raise_release_main -- open the gate once a raise was counted (or after
+ * 10 s, so that a missing raise fails the test instead of hanging it). */
+static void *raise_release_main(void *arg)
+{
+    struct raise_ctx *x = arg;
+    struct ubj_cache_stats cs;
+    for (int i = 0; i < 10000; i++) {
+        ubj_cache_stats_get(x->c, &cs);
+        if (cs.io_raised > 0) {
+            x->saw_raise = true;
+            break;
+        }
+        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+    }
+    gate_release(x->g);
+    return NULL;
+}
+
+/*
+ * test_raise_waiter -- a background write-back's four writes sit in a
+ * C-LOOK queue (dispatcher thread) over a gate that holds the first: they
+ * stay time-noncritical (nobody waits); write_home of one of their
+ * buffers then waits for it, raising that request to time-critical (the
+ * cache and the queue count it; the gate opens only then), and completes
+ * once the gate opens.
+ */
+static void test_raise_waiter(void **st)
+{
+    (void)st;
+    struct gate *g = gate_new();
+    struct ubj_bdev *d;
+    struct ubj_queue_conf qc = { .sched = UBJ_SCHED_CLOOK, .dispatch = UBJ_QUEUE_THREAD };
+    assert_int_equal(ubj_bdev_queue_create(&g->base, &qc, &d), 0);
+    struct ubj_cache *c;
+    struct ubj_cache_config cfg = { .nbufs = NBUFS };
+    assert_int_equal(ubj_cache_create(d, &cfg, &c), 0);
+    for (unsigned k = 1; k <= 4; k++)
+        dirty_block(c, 100 * k, (uint8_t)k);
+    pthread_mutex_lock(&g->mu);
+    g->closed = true;
+    pthread_mutex_unlock(&g->mu);
+    struct raise_ctx x = { .c = c, .g = g, .wb_rc = -1 };
+    pthread_t wb, rel;
+    assert_int_equal(pthread_create(&wb, NULL, raise_wb_main, &x), 0);
+    struct ubj_queue_stats qs;
+    do {   /* all four submitted, the first held at the gate */
+        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+        assert_int_equal(ubj_queue_stats_get(d, &qs), 0);
+    } while (qs.submitted < 4 || gate_held(g) < 1);
+    struct ubj_cache_stats cs;
+    ubj_cache_stats_get(c, &cs);
+    assert_int_equal(cs.io_raised, 0);          /* background: not raised */
+    struct ubj_buf *b;
+    assert_int_equal(ubj_cache_lookup(c, 400, &b), 0);
+    assert_int_equal(pthread_create(&rel, NULL, raise_release_main, &x), 0);
+    assert_int_equal(ubj_cache_write_home(c, b), 0);   /* waits, raises */
+    ubj_cache_put(c, b);
+    assert_int_equal(pthread_join(rel, NULL), 0);
+    assert_int_equal(pthread_join(wb, NULL), 0);
+    assert_int_equal(x.wb_rc, 0);
+    assert_true(x.saw_raise);   /* raised while the gate held the writes */
+    ubj_cache_stats_get(c, &cs);
+    assert_true(cs.io_raised >= 1);   /* and write_home's own write, maybe */
+    assert_int_equal(ubj_queue_stats_get(d, &qs), 0);
+    assert_true(qs.cls[UBJ_CRIT_CRITICAL].raised >= 1);
+    for (unsigned k = 1; k <= 4; k++)
+        assert_int_equal(dev_byte(d, 100 * k), k);
+    ubj_cache_destroy(c);
+    ubj_bdev_destroy(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_writeback_bounded),
         cmocka_unit_test(test_snapshot_after_begin),
         cmocka_unit_test(test_eviction_async),
+        cmocka_unit_test(test_raise_waiter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,8 @@
 /*
  * tests/unit/model_core.c -- the clocks (src/dev/clock.c) and the model
  * framework (src/dev/model.c): virtual time, real-time waits, a model on
- * the real clock slowing its caller down by the modeled time, the async
- * bracket and queueing on a single-server device, percentiles, statistics
+ * the real clock slowing its caller down by the modeled time,
+ * asynchronous (v2) submission and queueing on a single-server device, percentiles, statistics
  * reset, requests failed below the model, a shared clock used by several
  * threads.
  */
@@ -20,6 +20,7 @@
 #include "ubjfs/bdev.h"
 #include "ubjfs/model.h"
 #include "ubjfs/ubjfs.h"
+#include "testutil.h"
 
 static unsigned char buf[16 * UBJ_BLOCK_SIZE];
 
@@ -108,32 +109,37 @@ static void test_real_model(void **state)
     assert_true(st.queue_ns < 1000000);
     /* async on the real clock: returns at once, the device stays busy */
     t0 = mono_ns();
-    ubj_model_async_begin();
+    struct ubj_req r[5];
+    int done = 0;
     for (int i = 0; i < 5; i++)
-        assert_int_equal(ubj_bdev_write(d, (uint64_t)i, 1, buf), 0);
-    ubj_model_async_end();
+        t_submit_async(d, &r[i], UBJ_REQ_WRITE, (uint64_t)i, 1, buf, &done);
     assert_true(mono_ns() - t0 < 5 * 780960ull);
+    assert_int_equal(done, 5);   /* the data is done; the modeled time not */
     assert_int_equal(ubj_model_wait_idle(d), 0);
     assert_true(mono_ns() - t0 >= 5 * 780960ull);
     ubj_bdev_destroy(d);
 }
 
-/* test_async_queue -- async writes queue on a single-server device: the
- * k-th waits k x 780.96 us; a synchronous read issued then waits behind
- * all of them; a flush waits for everything. */
+/* test_async_queue -- async writes (v2 with a callback, or
+ * ubj_bdev_write_crit below time-critical) queue on a single-server
+ * device but move no time: the k-th waits k x 780.96 us; a synchronous
+ * read issued then waits behind all of them; a flush waits for
+ * everything. */
 static void test_async_queue(void **state)
 {
     (void)state;
     struct ubj_bdev *d = new_model("nand", "slc", NULL);
     struct ubj_clock *c = ubj_model_clock(d);
-    ubj_model_async_begin();
-    ubj_model_async_begin();                       /* nests */
+    struct ubj_req r[4];
+    int done = 0;
     for (int i = 0; i < 4; i++)
-        assert_int_equal(ubj_bdev_write(d, (uint64_t)i, 1, buf), 0);
-    ubj_model_async_end();
-    assert_int_equal(ubj_bdev_write(d, 4, 1, buf), 0);   /* still async */
-    ubj_model_async_end();
+        t_submit_async(d, &r[i], UBJ_REQ_WRITE, (uint64_t)i, 1, buf, &done);
+    assert_int_equal(done, 4);
+    assert_int_equal(r[3].result, 0);
     assert_int_equal(ubj_clock_now(c), 0);
+    assert_int_equal(ubj_bdev_write_crit(d, 4, 1, buf, UBJ_CRIT_NONCRITICAL), 0);
+    assert_int_equal(ubj_clock_now(c), 0);   /* nobody waited: no time */
+    assert_int_equal(ubj_bdev_write_crit(d, 4, 1, buf, UBJ_CRIT_CLASSES), -EINVAL);
     struct ubj_model_stats st;
     assert_int_equal(ubj_model_stats_get(d, &st), 0);
     assert_int_equal(st.queue_ns, (0 + 1 + 2 + 3 + 4) * 780960ull);

@@ -14,11 +14,13 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include "ubjfs/bdev.h"
 #include "ubjfs/model.h"
 #include "ubjfs/ubjfs.h"
+#include "testutil.h"
 
 static unsigned char buf[512 * UBJ_BLOCK_SIZE];
 
@@ -70,10 +72,11 @@ static void test_parallelism(void **state)
     (void)state;
     struct ubj_bdev *d = new_ssd("sata");
     struct ubj_clock *c = ubj_model_clock(d);
-    ubj_model_async_begin();
+    struct ubj_req r[11];
+    int done = 0;
     for (int i = 0; i < 11; i++)
-        assert_int_equal(ubj_bdev_read(d, (uint64_t)i * 10, 1, buf), 0);
-    ubj_model_async_end();
+        t_submit_async(d, &r[i], UBJ_REQ_READ, (uint64_t)i * 10, 1, buf, &done);
+    assert_int_equal(done, 11);
     assert_int_equal(ubj_clock_now(c), 0);           /* nobody waited */
     struct ubj_model_stats st = stats(d);
     assert_int_equal(st.async_requests, 11);
@@ -150,14 +153,17 @@ static struct ubj_model_stats run_mix(const char *profile)
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         uint64_t b = (x >> 33) % 8000;
         uint32_t n = 1 + (uint32_t)((x >> 22) % 64);
-        if (i % 5 == 0)
-            ubj_model_async_begin();
-        if ((x >> 12) % 2)
+        bool wr = (x >> 12) % 2;
+        if (i % 5 == 0) {   /* asynchronous: v2, nobody waits */
+            struct ubj_req r;
+            int done = 0;
+            t_submit_async(d, &r, wr ? UBJ_REQ_WRITE : UBJ_REQ_READ, b, n, buf, &done);
+            assert_int_equal(done, 1);
+        } else if (wr) {
             assert_int_equal(ubj_bdev_write(d, b, n, buf), 0);
-        else
+        } else {
             assert_int_equal(ubj_bdev_read(d, b, n, buf), 0);
-        if (i % 5 == 0)
-            ubj_model_async_end();
+        }
         if (i % 64 == 63)
             assert_int_equal(ubj_bdev_flush(d), 0);
     }

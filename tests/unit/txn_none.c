@@ -152,7 +152,7 @@ static void test_tick_reclaim(void **state)
     assert_int_equal(ubj_txn_start(&f->t, 1, &h), 0);
     change(f, h, 30, 0x33, UBJ_KIND_DATA);
     assert_int_equal(ubj_txn_stop(h), 0);
-    assert_int_equal(ubj_txn_tick(&f->t), 0);
+    assert_int_equal(ubj_txn_tick(&f->t, 0), 0);
     struct ubj_bdev_stats ds;
     ubj_bdev_stats_get(f->dev, &ds);
     assert_int_equal(ds.writes, 1);
