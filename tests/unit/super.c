@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "fs/fs.h"
+#include "ubjfs/model.h"
 #include "txn/registry.h"    /* on-disk mode codes */
 
 #define MIB_BLOCKS 256u
@@ -583,6 +584,54 @@ static void test_timer(void **state)
     ubj_bdev_destroy(d);
 }
 
+/* tick_dirty_ns -- on a mount of mode none over an ssd:sata model (virtual
+ * clock), dirty 64 blocks, tick with `flags`; the virtual ns it took. */
+static uint64_t tick_dirty_ns(unsigned flags, int *rc, uint64_t *writes)
+{
+    struct ubj_bdev *ram = t_dev(MIB_BLOCKS * 16), *d;
+    assert_int_equal(ubj_format(ram, NULL), 0);
+    assert_int_equal(ubj_model_create("ssd", "sata", NULL, ram, &d), 0);
+    struct ubj_fs *fs;
+    struct ubj_config c = { .flags = UBJ_MOUNT_NO_TIMER };
+    assert_int_equal(ubj_mount(d, &c, &fs), 0);
+    static char buf[64 * 4096];
+    memset(buf, 'w', sizeof buf);
+    assert_int_equal(tpath_put(fs, "/f", buf, sizeof buf), 0);
+    struct ubj_clock *clk = ubj_model_clock(d);
+    struct ubj_bdev_stats b0, b1;
+    ubj_bdev_stats_get(d, &b0);
+    uint64_t t0 = ubj_clock_now(clk);
+    *rc = ubj_tick_flags(fs, flags);
+    uint64_t dt = ubj_clock_now(clk) - t0;
+    ubj_bdev_stats_get(d, &b1);
+    *writes = (b1.bytes_written - b0.bytes_written) / 4096;
+    assert_int_equal(ubj_unmount(fs), 0);
+    ubj_bdev_destroy(d);
+    return dt;
+}
+
+/* test_tick_flags -- a background tick writes the same blocks home but
+ * charges its caller no device time; a foreground one waits for them;
+ * an unknown flag is refused */
+static void test_tick_flags(void **state)
+{
+    (void)state;
+    int rc;
+    uint64_t wfg, wbg, w;
+    uint64_t fg = tick_dirty_ns(0, &rc, &wfg);
+    assert_int_equal(rc, 0);
+    uint64_t bg = tick_dirty_ns(UBJ_TICK_BACKGROUND, &rc, &wbg);
+    assert_int_equal(rc, 0);
+    print_message("tick: foreground %llu ns, background %llu ns, %llu / %llu blocks\n",
+                  (unsigned long long)fg, (unsigned long long)bg,
+                  (unsigned long long)wfg, (unsigned long long)wbg);
+    assert_true(wfg >= 64 && wbg == wfg);   /* the same write-back */
+    assert_true(fg > 0);
+    assert_int_equal(bg, 0);
+    (void)tick_dirty_ns(0x80u, &rc, &w);
+    assert_int_equal(rc, -EINVAL);
+}
+
 /* test_sync_stats -- sync flushes; counters count since mount. */
 static void test_sync_stats(void **state)
 {
@@ -933,6 +982,7 @@ int main(void)
         cmocka_unit_test(test_mount_state),
         cmocka_unit_test(test_corrupt_blocks),
         cmocka_unit_test(test_timer),
+        cmocka_unit_test(test_tick_flags),
         cmocka_unit_test(test_sync_stats),
         cmocka_unit_test(test_inode_new),
         cmocka_unit_test(test_orphans),
