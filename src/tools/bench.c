@@ -597,6 +597,18 @@ static int bench_overview(void)
     return TOOLS_EXIT_OK;
 }
 
+/* bench_study_argv -- a study command (readahead, ordering) speaks as
+ * "ubjfs bench NAME" in its messages, getopt's included: tools_prog and
+ * its argv[0] (argv + 1) say so. */
+static char **bench_study_argv(char **argv)
+{
+    static char prog[64];
+    snprintf(prog, sizeof prog, "%s %s", tools_prog, argv[1]);
+    tools_prog = prog;
+    argv[1] = prog;
+    return argv + 1;
+}
+
 /* tools_bench_main -- `ubjfs bench`. */
 int tools_bench_main(int argc, char **argv)
 {
@@ -616,9 +628,9 @@ int tools_bench_main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "dev") == 0)   /* src/tools/bench_dev.c */
         return tools_bench_dev_main(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "readahead") == 0)   /* src/tools/bench_ra.c */
-        return tools_bench_readahead_main(argc - 1, argv + 1);
+        return tools_bench_readahead_main(argc - 1, bench_study_argv(argv));
     if (argc >= 2 && strcmp(argv[1], "ordering") == 0)   /* src/tools/bench_order.c */
-        return tools_bench_ordering_main(argc - 1, argv + 1);
+        return tools_bench_ordering_main(argc - 1, bench_study_argv(argv));
     int ret = bench_parse(argc, argv, &a);
     if (ret < 0) {
         struct ubj_format_opts fo = { .mode = a.mode };

@@ -109,7 +109,7 @@ static double or_now(void)
 /* or_usage -- the --help text. */
 static void or_usage(void)
 {
-    printf("Usage: %s ordering [OPTIONS]\n"
+    printf("Usage: %s [OPTIONS]\n"
            "The metadata-ordering study (seed 003, Ganger & Patt; issue 21): per\n"
            "workload x users x consistency mode, one harness run on hdd:hp_c2249a\n"
            "(write cache off) on the virtual clock (users serialised), then ganger\n"
@@ -188,7 +188,7 @@ static void or_defaults(struct or_args *a)
         if (ubj_mode_lookup(or_modes_default[i]) != NULL)
             a->modes[a->nmode++] = or_modes_default[i];
         else if (!a->io.quiet)
-            fprintf(stderr, "bench ordering: mode %s: not in this build, skipped\n",
+            fprintf(stderr, "%s: mode %s: not in this build, skipped\n", tools_prog,
                     or_modes_default[i]);
     }
     for (unsigned i = 0; a->nwl == 0 && i < 2; i++)
@@ -507,14 +507,14 @@ int tools_bench_ordering_main(int argc, char **argv)
     struct or_cell *c = NULL;
     size_t n = 0;
     if (or_cells(&a, &c, &n) < 0) {
-        tools_err("bench ordering: out of memory");
+        tools_err("out of memory");
         return TOOLS_EXIT_ERR;
     }
     double t0 = or_now();
     for (size_t i = 0; i < n; i++) {
         rc = or_run(&a, &c[i]);
         if (rc < 0) {
-            tools_err("bench ordering: %s %s %u users %s: %s", c[i].wl,
+            tools_err("%s %s %u users %s: %s", c[i].wl,
                       c[i].real ? "real" : "virtual", c[i].users, c[i].mode,
                       tools_libmsg(rc));
             free(c);

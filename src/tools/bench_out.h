@@ -180,6 +180,21 @@ int tools_bout_study_opts(int argc, char **argv, const char *short_opts,
     { "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' }, \
     { NULL, 0, NULL, 0 }
 
+/*
+ * tools_bout_probe_file, tools_bout_probe_dir (bench_files.c) -- can `path`
+ * be written (opened for writing, created if missing, not truncated, and
+ * closed)?  Can directory `dir` be made (mkdir -p) and names[0..n) be
+ * written in it?  0, or -1 with one line reported.  Before any run, so
+ * that a bad path does not throw a long run away.
+ */
+int tools_bout_probe_file(const char *path);
+int tools_bout_probe_dir(const char *dir, const char *const *names, size_t n);
+
+/* tools_bout_study_preflight (bench_files.c) -- a study's --csv, --json and
+ * --plots probed before its first run.  TOOLS_EXIT_OK, or TOOLS_EXIT_ERR
+ * with one line reported. */
+int tools_bout_study_preflight(const struct tools_bout_study *io);
+
 int tools_bout_study_files(const char *cmd, const char *csv, const char *json,
                            const char *plots, int (*wcsv)(const char *, void *),
                            int (*wjson)(const char *, void *),

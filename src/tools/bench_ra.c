@@ -310,7 +310,7 @@ static int ra_calls_run(struct ra_set *s, struct ubj_fs *fs, struct ubj_bdev *de
         if (n != (ssize_t)k->len)
             rc = n < 0 ? (int)n : -EIO;
         else if (buf[0] != (uint8_t)(1 + k->file + (k->off & ~((1ull << 20) - 1)) / 4096)) {
-            tools_err("bench readahead: wrong bytes at %llu of f%u",
+            tools_err("wrong bytes at %llu of f%u",
                       (unsigned long long)k->off, k->file);
             rc = -EIO;
         }
@@ -696,7 +696,7 @@ static void ra_check_adaptive(FILE *f, const struct ra_args *a, const struct ra_
 /* ra_usage -- the --help text. */
 static void ra_usage(void)
 {
-    printf("Usage: %s readahead [OPTIONS]\n"
+    printf("Usage: %s [OPTIONS]\n"
            "The read-ahead study (issue 19, seed 002): per device model x access\n"
            "pattern x call size x read-ahead policy, one cold-cache run on the virtual\n"
            "clock: mean and p99 modeled time per call, total time, device energy and\n"
@@ -716,7 +716,9 @@ static void ra_usage(void)
            "      --pattern NAME    sequential, random, strided, backward, interleaved,\n"
            "                        mixed, sql-point or sql-range (SQLite queries\n"
            "                        through the harness; repeatable; default all)\n"
-           "      --file-size SIZE  the file of the one-file patterns (K/M suffixes)\n"
+           "      --file-size SIZE  the file of the one-file patterns (K/M suffixes;\n"
+           "                        256K..64M, a multiple of every call size;\n"
+           "                        default 4M, --full 16M)\n"
            "      --seed N          the random and mixed orders (default 1)\n"
            "      --cpu-us US       the reader's processing time after each call of\n"
            "                        the file patterns (default 0), virtual: the\n"
@@ -741,12 +743,18 @@ static int ra_parse_one(void *ctx, int c, const char *arg)
     unsigned long v;
     switch (c) {
     case 'd':
+        for (unsigned i = 0; i < a->ndev; i++)
+            if (strcmp(a->devs[i][1], arg) == 0)
+                return 0;   /* named twice: one column */
         if (a->ndev == RA_MAXV)
             return tools_usage_err("at most %u devices", RA_MAXV);
         a->devs[a->ndev][0] = a->devs[a->ndev][1] = arg;
         a->ndev++;
         return 0;
     case 'p':
+        for (unsigned i = 0; i < a->npol; i++)
+            if (strcmp(a->pols[i], arg) == 0)
+                return 0;
         if (a->npol == RA_MAXV)
             return tools_usage_err("at most %u policies", RA_MAXV);
         a->pols[a->npol++] = arg;
@@ -755,6 +763,9 @@ static int ra_parse_one(void *ctx, int c, const char *arg)
         v = strtoul(arg, &end, 10);
         if (*end != '\0' || v < 4 || v > 1024 || v % 4 != 0 || a->nsize == RA_MAXV)
             return tools_usage_err("bad --size '%s' (KiB: 4..1024, a multiple of 4)", arg);
+        for (unsigned i = 0; i < a->nsize; i++)
+            if (a->sizes[i] == (uint32_t)v * 1024)
+                return 0;
         a->sizes[a->nsize++] = (uint32_t)v * 1024;
         return 0;
     case 'P':
@@ -818,6 +829,17 @@ static int ra_parse(int argc, char **argv, struct ra_args *a)
         a->pats[p] = true;
     if (a->file_bytes == 0)
         a->file_bytes = a->full ? 16u << 20 : 4u << 20;
+    for (unsigned z = 0; z < a->nsize; z++)   /* every pattern reads whole calls */
+        if (a->sizes[z] > a->file_bytes || a->file_bytes % a->sizes[z] != 0)
+            return tools_usage_err("--file-size %llu KiB is not a multiple of the call "
+                                   "size %u KiB (-s): every pattern reads whole calls",
+                                   (unsigned long long)(a->file_bytes >> 10),
+                                   a->sizes[z] / 1024);
+    for (unsigned d = 0; d < a->ndev; d++) {   /* a bad layer or profile: now */
+        int drc = tools_dev_trial(a->devs[d][0]);
+        if (drc < 0)
+            return tools_usage_err("device '%s': %s", a->devs[d][0], tools_libmsg(drc));
+    }
     for (unsigned p = 0; p < a->npol; p++) {
         struct ubj_config cfg = { .readahead = a->pols[p], .ra_future = ra_future };
         struct ubj_bdev *ram;
@@ -871,7 +893,7 @@ static int ra_grid(const struct ra_args *a, struct ra_cell **cells, size_t *n)
                 }
             ra_set_free(&s);
             if (rc < 0) {
-                tools_err("bench readahead: %s %u KiB: %s", ra_pat_names[p],
+                tools_err("%s %u KiB: %s", ra_pat_names[p],
                           a->sizes[z] / 1024, tools_libmsg(rc));
                 *n = k;
                 return TOOLS_EXIT_ERR;
@@ -924,6 +946,9 @@ int tools_bench_readahead_main(int argc, char **argv)
     struct ra_args a = { .io.seed = 1 };
     int rc = ra_parse(argc, argv, &a);
     if (rc >= 0)
+        return rc;
+    rc = tools_bout_study_preflight(&a.io);   /* before a long run */
+    if (rc != TOOLS_EXIT_OK)
         return rc;
     struct ra_cell *cells = NULL;
     size_t n = 0;

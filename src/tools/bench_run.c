@@ -661,67 +661,11 @@ static int brun_report(FILE *f, const struct brun_args *a, const struct tools_bo
     return rc;
 }
 
-/* brun_mkdirs -- mkdir -p path.  0 or -1 (reported). */
-static int brun_mkdirs(const char *path)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        tools_err("%s: %s", path, strerror(ENAMETOOLONG));
-        return -1;
-    }
-    for (char *p = buf + 1; ; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-            tools_err("%s: %s", buf, strerror(errno));
-            return -1;
-        }
-        *p = c;
-        if (c == '\0')
-            break;
-    }
-    return 0;
-}
-
-/* brun_probe_file -- can path be written?  Opened for writing (created if
- * missing, not truncated) and closed, before any run.  0 or -1 (reported). */
-static int brun_probe_file(const char *path)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        tools_err("%s: %s", path, strerror(errno));
-        return -1;
-    }
-    close(fd);
-    return 0;
-}
-
 /* brun_join -- dir/name into buf. */
 static const char *brun_join(char *buf, size_t len, const char *dir, const char *name)
 {
     snprintf(buf, len, "%s/%s", dir, name);
     return buf;
-}
-
-/* brun_probe_dir -- make dir (mkdir -p), check that it is a directory and
- * that names[] can be written in it.  0 or -1 (reported). */
-static int brun_probe_dir(const char *dir, const char *const *names, size_t n)
-{
-    struct stat st;
-    char p[4096];
-    if (brun_mkdirs(dir) < 0)
-        return -1;
-    int e = stat(dir, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
-    if (e != 0) {
-        tools_err("%s: %s", dir, strerror(e));
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (brun_probe_file(brun_join(p, sizeof p, dir, names[i])) < 0)
-            return -1;
-    return 0;
 }
 
 /* brun_preflight -- every output file and directory, before the first
@@ -733,11 +677,11 @@ static int brun_preflight(const struct brun_args *a)
     static const char *const plot[] = { "plots.gp" };
     const char *files[] = { a->csv, a->json, a->trace_out };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        if (files[i] != NULL && brun_probe_file(files[i]) < 0)
+        if (files[i] != NULL && tools_bout_probe_file(files[i]) < 0)
             return -1;
-    if (a->plot != NULL && brun_probe_dir(a->plot, plot, 1) < 0)
+    if (a->plot != NULL && tools_bout_probe_dir(a->plot, plot, 1) < 0)
         return -1;
-    if (a->results != NULL && brun_probe_dir(a->results, res, a->no_plot ? 3 : 4) < 0)
+    if (a->results != NULL && tools_bout_probe_dir(a->results, res, a->no_plot ? 3 : 4) < 0)
         return -1;
     return 0;
 }

@@ -70,9 +70,22 @@ fi
 run 0 "$UBJ_TOOL" bench readahead -d ssd:sata -p off -p adaptive -s 8 --pattern backward
 [ "$(awk 'NF == 15 && $3 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/' "$tmp/out" | wc -l)" = 2 ] || fail "a chosen grid: $(cat "$tmp/out")"
 for bad in "--policy bogus" "--policy linux:7" "-s 3" "-s 2048" "--pattern zigzag" \
-           "--file-size 1K" "--seed 0" "extra" "--bogus"; do
+           "--file-size 1K" "--seed 0" "--seed -1" "extra" "--bogus" \
+           "--pattern random --file-size 256K -s 512" "--file-size 260K -s 128" \
+           "-d ssd:emmc -d ssd:nosuch" "-d ram"; do
   # shellcheck disable=SC2086
   run 2 "$UBJ_TOOL" bench readahead $bad
   [ -s "$tmp/out" ] && fail "bench readahead $bad printed on stdout"
+  grep -q '^\[1/' "$tmp/err" && fail "bench readahead $bad ran a cell before refusing"
+  [ "$(grep -c . "$tmp/err")" = 2 ] || fail "bench readahead $bad: not one line + the hint: $(cat "$tmp/err")"
+  grep -q "^Try 'ubjfs bench readahead --help'" "$tmp/err" || fail "bench readahead $bad: no hint"
 done
+# an output that cannot be written fails before the first run
+run 1 "$UBJ_TOOL" bench readahead -d ssd:emmc -p off -s 128 --pattern sequential \
+  --csv "$tmp/no/such/dir/x.csv"
+grep -q '^\[1/' "$tmp/err" && fail "--csv into a missing directory: ran first"
+# a name given twice is one column
+run 0 "$UBJ_TOOL" bench readahead -q -d ssd:emmc -d ssd:emmc -p off -p off -s 128 -s 128 \
+  --pattern sequential
+[ "$(awk 'NF == 15 && $3 ~ /^[0-9]+$/' "$tmp/out" | wc -l)" = 1 ] || fail "duplicates: $(cat "$tmp/out")"
 echo "bench_readahead.sh: ok"
