@@ -16,9 +16,12 @@
  *  - the gate (fs_ra_adaptive_len: how many of a window's pages beyond the
  *    call to read), the window's cap (ra_cap: linux's 128 KiB, grown up
  *    to 1 MiB while the per-request term dominates a window's transfer
- *    and the stream uses what it reads) and a small file's rest
+ *    and the stream uses what it reads), a small file's rest
  *    (fs_ra_adaptive_tail: read in the same request when the follow-on
- *    request would cost more).
+ *    request would cost more) and the window's layout
+ *    (fs_ra_adaptive_layout: a waited-for window cut into several
+ *    requests by a fragmented file reads a further one only when it pays,
+ *    at the stream's measured miss cost, fs_ra_adaptive_miss).
  *
  * docs/READAHEAD.md, "The oracle and the adaptive policy", has the rules, the state
  * diagram and the figures.  Everything here runs under the mount lock

@@ -223,7 +223,10 @@ static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t ma
  * the call's missing pages from the stepped one on (as off reads them)
  * and, of the window's pages beyond the call, as many as
  * fs_ra_adaptive_len allows (the marker only with them), and a small
- * file's rest with a window kept whole (fs_ra_adaptive_tail; raadapt.c). */
+ * file's rest with a window kept whole (fs_ra_adaptive_tail), cut where the
+ * file's layout makes further requests that do not pay
+ * (fs_ra_adaptive_layout; raadapt.c).  A read of the call's pages alone
+ * is timed as the stream's miss (fs_ra_adaptive_miss). */
 static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
 {
     struct fs_ra_call *c = ctx;
