@@ -97,6 +97,9 @@ struct fs_ra_stream {
     uint32_t w_folds;     /* adaptive: windows whose use was measured */
     uint64_t gap_prev, gap_cur;   /* adaptive: the gaps before its previous
                                      call and this one (raadapt.c) */
+    double a_miss;        /* adaptive: a miss's per-request time, measured
+                             (a moving average over n_miss requests) */
+    uint32_t n_miss;
 };
 /* The device's read cost as the adaptive policy measures it: a least-
  * squares fit of T = a + b k over read-ahead requests of k blocks. */
@@ -239,6 +242,9 @@ struct fs_ra_call {
     uint64_t m_lblk, m_len, m_pblk;     /* the last extent mapped */
     struct ubj_bdev *md;                /* the model, for energy; or NULL */
     int err;
+    double ad_u, ad_a;                  /* adaptive: the use and the per-
+                                           request term its gate priced */
+    bool miss;                          /* reading the call's pages alone */
 };
 void fs_ra_invalidate(struct ubj_fs *fs, ubj_ino_t ino);
 void fs_ra_stream_advise(const struct ubj_fs *fs, struct fs_ra_stream *s, int advice);
@@ -254,12 +260,19 @@ uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead);
 uint32_t fs_ra_adaptive_tail(struct fs_ra_call *c, uint64_t xs, uint32_t keep);
 void fs_ra_window_note(struct fs_ra_call *c, uint64_t start, uint32_t n);
 unsigned fs_ra_probe(struct fs_ra_call *c, uint64_t page);
+uint64_t fs_ra_pblk(struct fs_ra_call *c, uint64_t page);
+void fs_ra_adaptive_miss(struct fs_ra_call *c, uint32_t k, double t);
+uint32_t fs_ra_adaptive_layout(struct fs_ra_call *c, uint64_t xs, uint32_t keep, bool cont);
 void fs_ra_adaptive_step(struct fs_ra_call *c, uint64_t page);
 #if UBJ_TEST_HOOKS
 /* fs_ra_test_break_nocost -- test builds: the broken variant `ra-no-cost`:
  * adaptive never asks the device for its declared cost and measures it
  * instead, exploring (as before the cost query existed). */
 void fs_ra_test_break_nocost(bool no_cost);
+/* fs_ra_test_break_nolayout -- test builds: the broken variant
+ * `ra-no-layout`: adaptive prices a window as one request whatever the
+ * file's layout (fs_ra_adaptive_layout keeps all). */
+void fs_ra_test_break_nolayout(bool no_layout);
 #endif
 /* fs_pread_stream -- ubj_pread through stream `own` (NULL: the inode's
  * default) with the open file's advice (file.c). */

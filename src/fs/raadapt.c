@@ -16,9 +16,12 @@
  *  - the gate (fs_ra_adaptive_len: how many of a window's pages beyond the
  *    call to read), the window's cap (ra_cap: linux's 128 KiB, grown up
  *    to 1 MiB while the per-request term dominates a window's transfer
- *    and the stream uses what it reads) and a small file's rest
+ *    and the stream uses what it reads), a small file's rest
  *    (fs_ra_adaptive_tail: read in the same request when the follow-on
- *    request would cost more).
+ *    request would cost more) and the window's layout
+ *    (fs_ra_adaptive_layout: a waited-for window cut into several
+ *    requests by a fragmented file reads a further one only when it pays,
+ *    at the stream's measured miss cost, fs_ra_adaptive_miss).
  *
  * docs/READAHEAD.md, "The oracle and the adaptive policy", has the rules, the state
  * diagram and the figures.  Everything here runs under the mount lock
@@ -47,6 +50,13 @@
 
 #if UBJ_TEST_HOOKS
 static bool ra_break_nocost;   /* the broken variant ra-no-cost */
+static bool ra_break_nolayout; /* the broken variant ra-no-layout */
+
+/* fs_ra_test_break_nolayout -- see fs.h. */
+void fs_ra_test_break_nolayout(bool no_layout)
+{
+    ra_break_nolayout = no_layout;
+}
 
 /* fs_ra_test_break_nocost -- see fs.h. */
 void fs_ra_test_break_nocost(bool no_cost)
@@ -202,8 +212,97 @@ uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
         u = fmax(u, RA_CAP_USE);
     if (ra_cost(c, gap, &k) < 0)
         k = far;
+    c->ad_u = u;
+    c->ad_a = k.a_ns;
     uint32_t keep = ra_gate(c, x, k.a_ns, k.b_ns > 1 ? k.b_ns : 1, u);
     return first && keep < x / 2 ? x / 2 : keep;   /* ... or not: half, to see */
+}
+
+/* ra_miss_cost -- what a miss of the call's stream costs per request
+ * beyond its transfer: measured (s->a_miss, over its requests of the
+ * calls' pages alone) once it made one, else the gate's declared a. */
+static double ra_miss_cost(const struct fs_ra_call *c)
+{
+    return c->s->n_miss > 0 ? c->s->a_miss : c->ad_a;
+}
+
+/* fs_ra_adaptive_miss -- a request of the call's k pages alone (no page
+ * beyond the call) took t ns on the model's clock: its per-request part,
+ * t less the declared transfer, enters the stream's moving average. */
+void fs_ra_adaptive_miss(struct fs_ra_call *c, uint32_t k, double t)
+{
+    struct ubj_model_rcost far;
+    struct fs_ra_stream *s = c->s;
+    if (ra_cost(c, UBJ_MODEL_GAP_FAR, &far) < 0)
+        return;
+    double a = fmax(0, t - k * far.b_ns);
+    s->a_miss = s->n_miss++ > 0 ? 0.7 * s->a_miss + 0.3 * a : a;
+}
+
+/* ra_stretch -- the pages from `p` (missing, below `end`) that one request
+ * reads: while each is uncached and the next device block. */
+static uint32_t ra_stretch(struct fs_ra_call *c, uint64_t p, uint64_t end, uint64_t pblk)
+{
+    uint32_t n = 1;
+    while (p + n < end && !(fs_ra_probe(c, p + n) & UBJ_RA_CACHED) &&
+           fs_ra_pblk(c, p + n) == pblk + n)
+        n++;
+    return n;
+}
+
+/* fs_ra_adaptive_layout -- of the `keep` pages from xs the gate kept for
+ * a window that continues the call (`cont`: read with the call's pages,
+ * waited for), the prefix whose requests pay.  The gate priced the window
+ * as one request, but where the file's blocks are not contiguous (a
+ * fragmented file: SQLite's, grown page by page between its journal's
+ * writes) the cache reads one request per physical stretch.  The first
+ * stretch is the gate's (it continues the call's request, or the call
+ * reads nothing); each further one, of n pages starting `gap` blocks after
+ * the previous one's end (backward: far), is a request of its own, and its
+ * net is n m / r - a(gap): what its pages would save used whole, at m
+ * (what a miss of this stream costs per request, measured:
+ * ra_miss_cost) per call of r pages, less the request's declared cost.
+ * The prefix ends after the stretch where the running sum of nets is
+ * largest.  A break at a cached page is the gate's (its use u measures
+ * those), and an asynchronous window is not priced here (A2: the result
+ * is at most keep). */
+uint32_t fs_ra_adaptive_layout(struct fs_ra_call *c, uint64_t xs, uint32_t keep, bool cont)
+{
+    uint64_t end = xs + keep, last = c->last > c->first ? c->last - 1 : c->first;
+    uint64_t prev = cont ? fs_ra_pblk(c, last) : 0;   /* 0: no request yet */
+    bool priced = prev != 0 && !(fs_ra_probe(c, last) & UBJ_RA_CACHED), merge = priced;
+    bool cached = false;
+    double r = (double)(c->last - c->first), m = ra_miss_cost(c), net = 0, best = 0;
+    uint32_t best_len = 0;
+#if UBJ_TEST_HOOKS
+    if (ra_break_nolayout)
+        return keep;   /* broken variant ra-no-layout: one request assumed */
+#endif
+    if (!cont || c->ad_a <= 0)
+        return keep;   /* not waited for, or no declared cost to price by */
+    prev += prev != 0;
+    for (uint64_t p = xs; p < end;) {
+        uint64_t pblk = fs_ra_pblk(c, p);
+        if (pblk == 0 || (fs_ra_probe(c, p) & UBJ_RA_CACHED)) {
+            cached = true;   /* a cached page or a hole: the gate's break */
+            p++;
+            continue;
+        }
+        uint32_t n = ra_stretch(c, p, end, pblk);
+        struct ubj_model_rcost k;
+        if (priced && !cached && !(merge && pblk == prev) &&
+            ra_cost(c, pblk >= prev && prev != 0 ? pblk - prev : UBJ_MODEL_GAP_FAR, &k) == 0)
+            net += n * m / r - k.a_ns;
+        priced = true;
+        merge = cached = false;
+        prev = pblk + n;
+        p += n;
+        if (net >= best) {
+            best = net;
+            best_len = (uint32_t)(p - xs);
+        }
+    }
+    return net >= best ? keep : best_len;
 }
 
 /* ra_window_fold -- window w's used fraction enters the stream's average

@@ -130,6 +130,15 @@ unsigned fs_ra_probe(struct fs_ra_call *c, uint64_t page)
     return ra_probe(c, page, false);
 }
 
+/* fs_ra_pblk -- the device block of file page `page` of the call's inode
+ * (0: a hole, past the mapping, or an error); the adaptive policy's view
+ * of a window's layout (raadapt.c). */
+uint64_t fs_ra_pblk(struct fs_ra_call *c, uint64_t page)
+{
+    uint64_t pblk;
+    return ra_map(c, page, &pblk) < 0 ? 0 : pblk;
+}
+
 /* ra_cached -- fs_ra_ops.cached. */
 static int ra_cached(void *ctx, uint64_t page)
 {
@@ -196,8 +205,12 @@ static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t ma
                 return rc;
             if (rc > 0) {
                 fs->ra_energy_j += ra_energy(c->md) - e0;
-                if (!async && rc == (int)k && c->md != NULL)   /* one request of k */
-                    fs_ra_fit_add(&fs->ra_fit, k, (double)(fs_ra_now(c->md) - t0));
+                if (!async && rc == (int)k && c->md != NULL) {   /* one request of k */
+                    double t = (double)(fs_ra_now(c->md) - t0);
+                    fs_ra_fit_add(&fs->ra_fit, k, t);
+                    if (c->miss)
+                        fs_ra_adaptive_miss(c, k, t);
+                }
             }
             run = k;
         }
@@ -210,7 +223,10 @@ static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t ma
  * the call's missing pages from the stepped one on (as off reads them)
  * and, of the window's pages beyond the call, as many as
  * fs_ra_adaptive_len allows (the marker only with them), and a small
- * file's rest with a window kept whole (fs_ra_adaptive_tail; raadapt.c). */
+ * file's rest with a window kept whole (fs_ra_adaptive_tail), cut where the
+ * file's layout makes further requests that do not pay
+ * (fs_ra_adaptive_layout; raadapt.c).  A read of the call's pages alone
+ * is timed as the stream's miss (fs_ra_adaptive_miss). */
 static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
 {
     struct fs_ra_call *c = ctx;
@@ -222,10 +238,13 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
     uint32_t keep = x ? fs_ra_adaptive_len(c, x, start >= c->last) : 0;
     if (x > 0)
         keep = fs_ra_adaptive_tail(c, xs, keep);   /* a small file's rest */
+    if (keep > 0)   /* each further request the layout takes must pay */
+        keep = fs_ra_adaptive_layout(c, xs, keep, start <= c->last);
     if (keep == 0 || marker >= xs + keep)
         marker = keep == 0 ? FS_RA_NO_MARKER : marker;
     if (keep > 0)
         fs_ra_window_note(c, xs, keep);
+    c->miss = keep == 0;   /* the call's pages alone: a miss, timed */
     if (start <= c->last)   /* the window continues the call: one range */
         return ra_read(c, c->cur, xs + keep - c->cur, marker, false);
     int rc = ra_read(c, c->cur, c->last - c->cur, marker, false);

@@ -575,11 +575,28 @@ static double ra_ratio(const struct ra_cell *a, const struct ra_cell *b, bool en
     return en ? a->energy_j / b->energy_j : (double)a->total_ns / (double)b->total_ns;
 }
 
+/* ra_verdict -- a target's verdict into buf: "no cells" when none was
+ * compared, else "met" or "NOT met" and the figure (fmt, x). */
+static void ra_verdict(char *buf, size_t len, unsigned cells, bool met, const char *fmt,
+                       double x)
+{
+    if (cells == 0) {
+        snprintf(buf, len, "no cells");
+        return;
+    }
+    int k = snprintf(buf, len, "%s (", met ? "met" : "NOT met");
+    if (k > 0 && (size_t)k < len)
+        k += snprintf(buf + k, len - (size_t)k, fmt, x);
+    if (k > 0 && (size_t)k < len)
+        snprintf(buf + k, len - (size_t)k, ")");
+}
+
 /* ra_check_nand -- NAND: adaptive within 2% of off (time and energy)
  * everywhere; linux within 2% of off and linux-2013 slower on random. */
 static void ra_check_nand(FILE *f, const struct ra_args *a, const struct ra_cell *c, size_t n)
 {
     double worst_ad = 0, worst_lx = 0, best_13 = INFINITY;
+    unsigned n_ad = 0, n_lx = 0, n_13 = 0;   /* cells compared */
     for (unsigned d = 0; d < a->ndev; d++) {
         const char *dev = a->devs[d][1];
         if (strncmp(dev, "nand:", 5) != 0)
@@ -590,6 +607,7 @@ static void ra_check_nand(FILE *f, const struct ra_args *a, const struct ra_cell
                 for (int en = 0; en < 2; en++) {
                     double r = ra_ratio(ra_find(c, n, dev, (enum ra_pat)p, a->sizes[z],
                                                 "adaptive"), off, en);
+                    n_ad += isfinite(r);
                     if (isfinite(r) && fabs(r - 1) > worst_ad)
                         worst_ad = fabs(r - 1);
                 }
@@ -598,17 +616,21 @@ static void ra_check_nand(FILE *f, const struct ra_args *a, const struct ra_cell
                 double rl = ra_ratio(ra_find(c, n, dev, P_RANDOM, a->sizes[z], "linux"), off, false);
                 double r13 = ra_ratio(ra_find(c, n, dev, P_RANDOM, a->sizes[z], "linux-2013"),
                                       off, false);
+                n_lx += isfinite(rl);
+                n_13 += isfinite(r13);
                 if (isfinite(rl) && fabs(rl - 1) > worst_lx)
                     worst_lx = fabs(rl - 1);
                 if (isfinite(r13) && r13 < best_13)
                     best_13 = r13;
             }
     }
-    fprintf(f, "target NAND adaptive within 2%% of off (time, energy): %s (worst %.2f%%)\n",
-            worst_ad <= 0.02 ? "met" : "NOT met", worst_ad * 100);
-    fprintf(f, "target NAND random: linux within 2%% of off: %s (worst %.2f%%); linux-2013 "
-            "slower than off: %s (least %.3fx)\n", worst_lx <= 0.02 ? "met" : "NOT met",
-            worst_lx * 100, best_13 > 1.0 && isfinite(best_13) ? "met" : "NOT met", best_13);
+    char ad[64], lx[64], l13[64];
+    ra_verdict(ad, sizeof ad, n_ad, worst_ad <= 0.02, "worst %.2f%%", worst_ad * 100);
+    ra_verdict(lx, sizeof lx, n_lx, worst_lx <= 0.02, "worst %.2f%%", worst_lx * 100);
+    ra_verdict(l13, sizeof l13, n_13, best_13 > 1.0, "least %.3fx", best_13);
+    fprintf(f, "target NAND adaptive within 2%% of off (time, energy): %s\n", ad);
+    fprintf(f, "target NAND random: linux within 2%% of off: %s; linux-2013 slower than off: "
+            "%s\n", lx, l13);
 }
 
 /* ra_check_seq -- HDD/SSD sequential 4 KiB: linux over off-page against
@@ -685,10 +707,17 @@ static void ra_check_adaptive(FILE *f, const struct ra_args *a, const struct ra_
         }
     }
     (void)a;
-    fprintf(f, "target adaptive <= 1.05 x min(off, linux): %s (%u of %u cells over; worst "
-            "%.3fx)\n", bad5 == 0 ? "met" : "NOT met", bad5, cells, worst);
-    fprintf(f, "target adaptive closes >= half of oracle's gap where it is > 10%%: %s "
-            "(%u of %u)\n", closed == gaps ? "met" : "NOT met", closed, gaps);
+    if (cells == 0)
+        fprintf(f, "target adaptive <= 1.05 x min(off, linux): no cells\n");
+    else
+        fprintf(f, "target adaptive <= 1.05 x min(off, linux): %s (%u of %u cells over; worst "
+                "%.3fx)\n", bad5 == 0 ? "met" : "NOT met", bad5, cells, worst);
+    if (gaps == 0)
+        fprintf(f, "target adaptive closes >= half of oracle's gap where it is > 10%%: "
+                "no cells\n");
+    else
+        fprintf(f, "target adaptive closes >= half of oracle's gap where it is > 10%%: %s "
+                "(%u of %u)\n", closed == gaps ? "met" : "NOT met", closed, gaps);
 }
 
 /* ---- the command --------------------------------------------------------------- */

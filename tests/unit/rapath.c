@@ -440,6 +440,65 @@ static void test_broken_nocost(void **state)
 #endif
 }
 
+/* ra_layout_case -- a fragmented file: "ra" and "rb" written a page at a
+ * time in turn (so ra's pages lie every other block), then the device
+ * under hdd:modern7200 with its read-ahead off, adaptive; 4 KiB reads of
+ * ra's pages 100, 50, 10 (random: the calls' pages alone, each timed:
+ * the stream's measured miss cost) and then 0 (the start of the file: an
+ * initial window of 4 pages).  Device read requests. */
+static uint64_t ra_layout_case(struct tfs *t)
+{
+    struct ubj_stat sa, sb;
+    assert_ok(ubj_create(t->fs, UBJ_ROOT_INO, "ra", 0644, NULL, &sa));
+    assert_ok(ubj_create(t->fs, UBJ_ROOT_INO, "rb", 0644, NULL, &sb));
+    uint8_t *b = malloc(128 * UBJ_BS);
+    assert_non_null(b);
+    tpattern_fill(b, 128 * UBJ_BS, 3, 0);
+    for (size_t p = 0; p < 128; p++) {
+        off_t off = (off_t)(p * UBJ_BS);
+        assert_rc(ubj_pwrite(t->fs, sa.ino, b + p * UBJ_BS, UBJ_BS, off), UBJ_BS);
+        assert_rc(ubj_pwrite(t->fs, sb.ino, b + p * UBJ_BS, UBJ_BS, off), UBJ_BS);
+        assert_ok(ubj_sync(t->fs));
+    }
+    free(b);
+    assert_ok(ubj_unmount(t->fs));
+    t->fs = NULL;
+    struct ubj_bdev *m;
+    assert_ok(ubj_model_create("hdd", "modern7200,readahead_sectors=0", NULL, t->dev, &m));
+    t->dev = m;
+    ra_mount(t, "adaptive");
+    assert_ok(ubj_getattr(t->fs, sa.ino, &sa));
+    ubj_bdev_stats_reset(t->dev);
+    static const uint64_t pages[] = { 100, 50, 10, 0 };
+    for (size_t i = 0; i < 4; i++)
+        ra_read_pages(t, sa.ino, pages[i], pages[i] + 1);
+    uint64_t reads = ra_reads(t);
+    fprintf(stderr, "  fragmented file: %llu reads\n", (unsigned long long)reads);
+    ra_drop_model(t);
+    assert_ok(ubj_unlink(t->fs, UBJ_ROOT_INO, "rb"));
+    return reads;
+}
+
+/* test_adaptive_layout -- at page 0 of the fragmented file the gate keeps
+ * the initial window and the small-file rule the rest of the file (128
+ * pages are within the 256-page window the cost calls for), but its pages
+ * lie every other block: one request each, a near follow-on costing a
+ * turn (8.4 ms declared) against a measured miss of a few ms, so at most
+ * the first stretch is read: 5 requests in all.  The broken variant
+ * ra-no-layout (the window priced as one request) reads the whole file in
+ * 126 requests of one block after the 3 random calls: 129. */
+static void test_adaptive_layout(void **state)
+{
+    struct tfs *t = TFS(state);
+    assert_int_equal(ra_layout_case(t), 5);
+#if UBJ_TEST_HOOKS
+    fs_ra_test_break_nolayout(true);
+    uint64_t broken = ra_layout_case(t);
+    fs_ra_test_break_nolayout(false);
+    assert_int_equal(broken, 129);
+#endif
+}
+
 /* test_read_cost -- ubj_model_read_cost: the profiles' figures (ssd:emmc
  * 74.5 us + 16.4 us a block; nand:slc no per-request term, 323 us a
  * block; hdd:modern7200 with its read-ahead off: a sequential follow-on
@@ -704,6 +763,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_oracle, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_adaptive, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_broken_nocost, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_adaptive_layout, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_read_cost, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_drop_caches, tfs_setup, tfs_teardown),
         cmocka_unit_test(test_never_evicts),
