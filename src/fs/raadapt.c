@@ -45,6 +45,12 @@
 #define RA_NEAR_GAP 256u     /* a stride gap up to this is "near": the disk
                                 passes it rather than seeks */
 #define RA_CAP_RATIO 8.0     /* grow the cap until a <= b x pages / 8 */
+#define RA_CACHE_SHARE 8u    /* a grown window, or a file's rest read at
+                                once, takes at most nbufs / 8 buffers: read-
+                                ahead must not push out the working set
+                                (a break test: adaptive:8192 on an 8 MiB
+                                file in a 16 MiB cache read it whole at a
+                                random read of page 0, 1.7x slower) */
 #define RA_CAP_USE 0.9       /* ... while the stream uses this much */
 #define RA_CAP_FOLDS 1u      /* ... of at least this many windows */
 
@@ -373,18 +379,24 @@ static uint32_t ra_want(struct fs_ra_call *c, uint32_t base, uint64_t gap)
     if (base == 0 || ra_cost(c, gap, &k) < 0 || k.b_ns <= 0)
         return base;
     double want = RA_CAP_RATIO * k.a_ns / k.b_ns;
+    uint32_t share = ubj_cache_nbufs(c->fs->cache) / RA_CACHE_SHARE;
+    if (want > share)
+        want = share;
     while (cap < UBJ_CACHE_RUN_MAX && cap < want)
         cap *= 2;
     return cap > UBJ_CACHE_RUN_MAX && UBJ_CACHE_RUN_MAX > base ? UBJ_CACHE_RUN_MAX : cap;
 }
 
-/* ra_cap -- the stream's largest window for this call (A3): the advice's,
- * grown to ra_want once the stream used at least RA_CAP_USE of what it
+/* ra_cap -- the stream's largest window for this call (A3): the advice's
+ * (at most the cache's share, RA_CACHE_SHARE), grown to ra_want once the stream used at least RA_CAP_USE of what it
  * read, over RA_CAP_FOLDS window(s) or more. */
 static void ra_cap(struct fs_ra_call *c)
 {
     struct fs_ra_stream *s = c->s;
     uint32_t base = s->advice == UBJ_FADV_SEQUENTIAL ? 2 * c->fs->ra_pages : c->fs->ra_pages;
+    uint32_t share = ubj_cache_nbufs(c->fs->cache) / RA_CACHE_SHARE;
+    if (base > share && share >= 4)   /* adaptive:KIB past the cache's share */
+        base = share;
     s->ra.ra_pages = s->w_folds >= RA_CAP_FOLDS && s->p_used >= RA_CAP_USE
                      ? ra_want(c, base, ra_gap(c)) : base;
 }
@@ -403,6 +415,7 @@ uint32_t fs_ra_adaptive_tail(struct fs_ra_call *c, uint64_t xs, uint32_t keep)
     struct ubj_model_rcost k, far;
     uint64_t end = xs + keep;
     if (end >= c->npages || c->npages > ra_want(c, c->s->ra.ra_pages, 0) ||
+        c->npages - xs > ubj_cache_nbufs(c->fs->cache) / RA_CACHE_SHARE ||
         ra_cost(c, 0, &k) < 0 || ra_cost(c, UBJ_MODEL_GAP_FAR, &far) < 0 ||
         k.a_ns < far.a_ns / 4)
         return keep;   /* a drive that reads ahead itself: its follow-on is a hit */
