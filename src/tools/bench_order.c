@@ -504,6 +504,9 @@ int tools_bench_ordering_main(int argc, char **argv)
     int rc = or_parse(argc, argv, &a);
     if (rc >= 0)
         return rc;
+    rc = tools_bout_study_preflight(&a.io);   /* before a long run */
+    if (rc != TOOLS_EXIT_OK)
+        return rc;
     struct or_cell *c = NULL;
     size_t n = 0;
     if (or_cells(&a, &c, &n) < 0) {

@@ -97,4 +97,7 @@ for bad in "--mode bogus" "-w postmark" "-u 0" "-u 17" "--seed 0" "--full --tiny
   run 2 "$UBJ_TOOL" bench ordering $bad
   [ -s "$tmp/out" ] && fail "bench ordering $bad printed on stdout"
 done
+# an output that cannot be written fails before the first run
+run 1 "$UBJ_TOOL" bench ordering --tiny --no-real --csv "$tmp/no/such/dir/o.csv"
+[ -s "$tmp/out" ] && fail "--csv into a missing directory: ran first: $(head -n 2 "$tmp/out")"
 echo "bench_ordering.sh: ok"
