@@ -697,7 +697,8 @@ static int mount_open_dev(const struct mount_args *a, struct mount_run *m)
     return 0;
 }
 
-/* mount_start -- session, image, library mount, kernel mount.  0 or -1
+/* mount_start -- session, image, library mount, kernel mount.  0, -2
+ * (reported: a mount option libfuse rejects, a usage error) or -1
  * (reported). */
 static int mount_start(struct mount_args *a, struct mount_run *m)
 {
@@ -707,7 +708,7 @@ static int mount_start(struct mount_args *a, struct mount_run *m)
     int rc = ubj_fuse_new(&a->fo, &m->fuse);
     if (rc < 0) {
         tools_err("bad mount options: %s", tools_libmsg(rc));
-        return -1;
+        return rc == -EINVAL ? -2 : -1;
     }
     if (mount_open_dev(a, m) < 0)
         return -1;
@@ -823,9 +824,10 @@ static int mount_serve(struct mount_args *a, int ready)
     openlog("ubjfs", LOG_PID, LOG_DAEMON);
     if (ready < 0 && a->log_fd >= 0)     /* -f --log FILE: stderr is FILE */
         (void)dup2(a->log_fd, STDERR_FILENO);
-    if (mount_start(a, &m) < 0) {
+    int st = mount_start(a, &m);
+    if (st < 0) {
         (void)mount_stop(&m, a->image);
-        return TOOLS_EXIT_ERR;
+        return st == -2 ? TOOLS_EXIT_USAGE : TOOLS_EXIT_ERR;
     }
     if (a->pidfile != NULL && mount_pidfile(a->pidfile) < 0) {
         (void)mount_stop(&m, a->image);

@@ -115,7 +115,8 @@ expect 1 "$UBJ" mount "$img" "$T/file"
 head -c 4M /dev/urandom >"$T/junk.img"
 expect 1 "$UBJ" mount "$T/junk.img" "$mnt"
 grep -q "cannot mount" "$T/out" || fl_fail "junk image: $(cat "$T/out")"
-expect 1 "$UBJ" mount -o no_such_fuse_option "$img" "$mnt"
+expect 2 "$UBJ" mount -o no_such_fuse_option "$img" "$mnt"   # libfuse's: a usage error too
+grep -q "bad mount options: unknown option" "$T/out" || fl_fail "no bad-option message: $(cat "$T/out")"
 pgrep -f "ubjfs mount.*$T" >/dev/null && fl_fail "a daemon survived a failed mount"
 # --log FILE: a path that cannot be opened fails the mount before anything
 # starts; a detached daemon's stderr reaches FILE (here the model's
