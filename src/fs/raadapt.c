@@ -303,7 +303,11 @@ uint32_t fs_ra_adaptive_nb_cut(struct fs_ra_call *c, uint64_t xs, uint32_t keep)
  * as any other.  Without a declared cost, the measured one
  * (ra_measured_len).  Without a model (nothing to measure on): all x,
  * linux's windows.  A bet on a small random read's neighbours (c->bet):
- * ra_nb_len. */
+ * ra_nb_len; the engine's context window at such a jump (history cached
+ * below the miss: pages earlier jumps read, or a stream's trace) is a bet
+ * as well once the stream has made one: u at most the bets' measured use
+ * (ra_nb_p) -- on a random stream linux's context windows are wasted,
+ * and no window of its ring is folded in time to tell. */
 uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
 {
     struct ubj_model_rcost far, k;
@@ -327,6 +331,8 @@ uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
                   (gap == c->s->gap_prev || (double)gap <= 4 * r);
     if (stride)
         u = fmin(u, r / (r + (double)gap));
+    else if (c->jump && !ahead && c->s->nb_iss > 0)   /* a context window at */
+        u = fmin(u, ra_nb_p(c->s));                    /* a jump: a bet too */
     else if (ahead)
         u = fmax(u, RA_CAP_USE);
     if (ra_cost(c, gap, &k) < 0)
