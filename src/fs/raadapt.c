@@ -213,8 +213,10 @@ static bool ra_jump(const struct fs_ra_call *c)
 
 /* ra_nb_p -- the probability that a later read asks for a neighbour the
  * stream bet on: its bets' own measured use, (used + prior) / (read +
- * prior's weight), A4.  A neighbour is often got long after it was read
- * (a random stream's), so the measure lags behind: cautious. */
+ * prior's weight), A4; used: pages of a jump's call found read ahead and
+ * never got (fs_ra_adaptive_step), each page counted.  A neighbour is
+ * often got long after it was read (a random stream's), so the measure
+ * lags behind: cautious. */
 static double ra_nb_p(const struct fs_ra_stream *s)
 {
     double p = (s->nb_used + RA_NB_PRIOR * RA_NB_PRIOR_N) / (s->nb_iss + RA_NB_PRIOR_N);
@@ -551,10 +553,9 @@ void fs_ra_adaptive_step(struct fs_ra_call *c, uint64_t page)
         c->s->gap_prev = c->s->gap_cur;
         c->s->gap_cur = ra_gap(c);
         c->jump = ra_jump(c);
-        if (c->jump) {   /* a page read ahead and never got: a neighbour
-                            bet (or another window) that paid */
-            unsigned b = fs_ra_probe(c, page);
-            c->s->nb_used += (b & UBJ_RA_CACHED) && (b & UBJ_RA_UNUSED);
+        for (uint64_t p = page; c->jump && p < c->last; p++) {
+            unsigned b = fs_ra_probe(c, p);   /* read ahead, never got: a */
+            c->s->nb_used += (b & UBJ_RA_CACHED) && (b & UBJ_RA_UNUSED);   /* bet paid */
         }
     }
     ra_window_use(c->s, page);
