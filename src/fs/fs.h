@@ -100,6 +100,10 @@ struct fs_ra_stream {
     double a_miss;        /* adaptive: a miss's per-request time, measured
                              (a moving average over n_miss requests) */
     uint32_t n_miss;
+    /* adaptive: its bets on a small random read's neighbours (raadapt.c,
+     * apart from its windows' use): pages read, pages of them a later jump
+     * got, and the next bet's pages (0: 1) */
+    uint32_t nb_iss, nb_used, nb_k;
 };
 /* The device's read cost as the adaptive policy measures it: a least-
  * squares fit of T = a + b k over read-ahead requests of k blocks. */
@@ -245,6 +249,11 @@ struct fs_ra_call {
     double ad_u, ad_a;                  /* adaptive: the use and the per-
                                            request term its gate priced */
     bool miss;                          /* reading the call's pages alone */
+    bool jump;                          /* adaptive: a small random read of
+                                           a stream with a past ... */
+    bool bet;                           /* ... whose miss the engine reads
+                                           as it is: the window offered
+                                           beyond it bets on its neighbours */
 };
 void fs_ra_invalidate(struct ubj_fs *fs, ubj_ino_t ino);
 void fs_ra_stream_advise(const struct ubj_fs *fs, struct fs_ra_stream *s, int advice);
@@ -264,7 +273,14 @@ uint64_t fs_ra_pblk(struct fs_ra_call *c, uint64_t page);
 void fs_ra_adaptive_miss(struct fs_ra_call *c, uint32_t k, double t);
 uint32_t fs_ra_adaptive_layout(struct fs_ra_call *c, uint64_t xs, uint32_t keep, bool cont);
 void fs_ra_adaptive_step(struct fs_ra_call *c, uint64_t page);
+uint32_t fs_ra_adaptive_neighbours(struct fs_ra_call *c);
+uint32_t fs_ra_adaptive_nb_cut(struct fs_ra_call *c, uint64_t xs, uint32_t keep);
 #if UBJ_TEST_HOOKS
+/* fs_ra_test_break_nbu -- test builds: the broken variant `ra-nb-u`:
+ * adaptive bets on a small random read's neighbours with the stream's
+ * window use u, as sequential windows, instead of the neighbours' own
+ * measured use. */
+void fs_ra_test_break_nbu(bool nb_u);
 /* fs_ra_test_break_nocost -- test builds: the broken variant `ra-no-cost`:
  * adaptive never asks the device for its declared cost and measures it
  * instead, exploring (as before the cost query existed). */

@@ -21,7 +21,13 @@
  *    request would cost more) and the window's layout
  *    (fs_ra_adaptive_layout: a waited-for window cut into several
  *    requests by a fragmented file reads a further one only when it pays,
- *    at the stream's measured miss cost, fs_ra_adaptive_miss).
+ *    at the stream's measured miss cost, fs_ra_adaptive_miss);
+ *  - the bets on a small random read's neighbours (fs_ra_adaptive_neighbours,
+ *    ra_nb_len, fs_ra_adaptive_nb_cut): at a jump the engine reads as it
+ *    is, the pages after the call, priced by the gate with u the bets' own
+ *    measured use (ra_nb_p, kept apart from the windows'), growing while
+ *    the measure says they pay, and only as far as the call's request
+ *    reads them (no request of its own).
  *
  * docs/READAHEAD.md, "The oracle and the adaptive policy", has the rules, the state
  * diagram and the figures.  Everything here runs under the mount lock
@@ -34,6 +40,8 @@
  *     to the end of a file no larger than ra_want's window.
  *  A3 s->ra.ra_pages is the advice's window (fs_ra_stream_advise) or a
  *     power of two up to UBJ_CACHE_RUN_MAX above it (ra_cap).
+ *  A4 0 < ra_nb_p(s) <= 1, and a bet reads at most s->nb_k <= the stream's
+ *     window pages, all in the request of the call's own last page.
  */
 #include <errno.h>
 #include <math.h>
@@ -53,10 +61,23 @@
                                 random read of page 0, 1.7x slower) */
 #define RA_CAP_USE 0.9       /* ... while the stream uses this much */
 #define RA_CAP_FOLDS 1u      /* ... of at least this many windows */
+#define RA_NB_PRIOR 0.25     /* a neighbour bet's use before any is
+                                measured: one page in four ... */
+#define RA_NB_PRIOR_N 4.0    /* ... worth this many measured pages (a
+                                stream whose first 11 neighbours go unused
+                                is at 1/15: no bet where b / (a + b) is
+                                above 0.07, the SSDs) */
 
 #if UBJ_TEST_HOOKS
 static bool ra_break_nocost;   /* the broken variant ra-no-cost */
 static bool ra_break_nolayout; /* the broken variant ra-no-layout */
+static bool ra_break_nbu;      /* the broken variant ra-nb-u */
+
+/* fs_ra_test_break_nbu -- see fs.h. */
+void fs_ra_test_break_nbu(bool nb_u)
+{
+    ra_break_nbu = nb_u;
+}
 
 /* fs_ra_test_break_nolayout -- see fs.h. */
 void fs_ra_test_break_nolayout(bool no_layout)
@@ -179,6 +200,97 @@ static uint32_t ra_measured_len(struct fs_ra_call *c, uint32_t x, bool ahead)
     return ra_gate(c, x, linear ? a : 1e9 * b, b, c->s->p_used);
 }
 
+/* ra_jump -- the call is a small random read of a stream with a past: its
+ * gap is far (a backward or far jump), it is not the stream's first call
+ * nor at page 0 (the engine's start of file), not larger than the window
+ * and not under RANDOM advice.  A window read beyond it is a bet on its
+ * neighbours. */
+static bool ra_jump(const struct fs_ra_call *c)
+{
+    return c->s->ra.prev_pos >= 0 && c->first > 0 && !c->s->ra.random &&
+           c->last - c->first <= c->s->ra.ra_pages && ra_gap(c) == UBJ_MODEL_GAP_FAR;
+}
+
+/* ra_nb_p -- the probability that a later read asks for a neighbour the
+ * stream bet on: its bets' own measured use, (used + prior) / (read +
+ * prior's weight), A4; used: pages of a jump's call found read ahead and
+ * never got (fs_ra_adaptive_step), each page counted.  A neighbour is
+ * often got long after it was read (a random stream's), so the measure
+ * lags behind: cautious. */
+static double ra_nb_p(const struct fs_ra_stream *s)
+{
+    double p = (s->nb_used + RA_NB_PRIOR * RA_NB_PRIOR_N) / (s->nb_iss + RA_NB_PRIOR_N);
+    return p < 1 ? p : 1;
+}
+
+/* fs_ra_adaptive_neighbours -- a small random read's miss (the engine's
+ * standalone case): the pages after the call to offer the gate as a
+ * neighbour bet (fs_ra_adaptive_len prices them): the stream's next bet,
+ * nb_k pages; none where the call is no jump (a stride's next page is the
+ * one it skips) or the device declares no per-request cost worth a block
+ * (raw NAND). */
+uint32_t fs_ra_adaptive_neighbours(struct fs_ra_call *c)
+{
+    struct ubj_model_rcost far;
+    c->bet = false;
+    if (!c->jump || c->md == NULL || ra_cost(c, UBJ_MODEL_GAP_FAR, &far) < 0 ||
+        far.a_ns <= far.b_ns)
+        return 0;
+    c->bet = true;
+    return c->s->nb_k > 0 ? c->s->nb_k : 1;
+}
+
+/* ra_nb_len -- the gate for a neighbour bet: ra_gate's test with u the
+ * bets' measured use (A4) and a the far request a later read of a
+ * neighbour would make, without its probe (a bet's use is measured late:
+ * the estimate rises again as earlier bets are got).  The next
+ * bet doubles when the whole window paid (up to the window's cap: a
+ * used neighbour saves a request, a wasted one costs its transfer, per
+ * page alike), halves when half did, is one page when none did. */
+static uint32_t ra_nb_len(struct fs_ra_call *c, uint32_t x, const struct ubj_model_rcost *far)
+{
+    struct fs_ra_stream *s = c->s;
+    double p = ra_nb_p(s);
+#if UBJ_TEST_HOOKS
+    if (ra_break_nbu)
+        p = s->p_used;   /* broken variant ra-nb-u: the windows' use */
+#endif
+    c->ad_u = p;
+    c->ad_a = far->a_ns;
+    double r = (double)(c->last - c->first), b = far->b_ns > 1 ? far->b_ns : 1;
+    double gain = p * far->a_ns / r, loss = (1 - p) * b;
+    uint32_t keep = gain > 2 * loss ? x : gain > loss ? (x / 2 > 0 ? x / 2 : 1) : 0;
+    uint32_t k = s->nb_k > 0 ? s->nb_k : 1;
+    double pm = s->nb_iss > 0 ? (double)s->nb_used / s->nb_iss : 0;
+    if (keep == x && keep > 0 && pm * far->a_ns / r > 2 * (1 - pm) * b)   /* measured */
+        s->nb_k = 2 * k < s->ra.ra_pages ? 2 * k : s->ra.ra_pages;
+    else if (keep == x && keep > 0)
+        s->nb_k = k;
+    else
+        s->nb_k = keep > 0 && k > 1 ? k / 2 : 1;
+    return keep;
+}
+
+/* fs_ra_adaptive_nb_cut -- of the `keep` pages from xs a neighbour bet
+ * kept, those one request reads with the call's own: while uncached and
+ * on the device block after the previous (the call's last page missing:
+ * its request is being made).  A bet never makes a request of its own: a
+ * neighbour of a fragmented file elsewhere on the disk costs a request
+ * and (measured on SQLite point queries, hdd:modern7200) a turn, against
+ * its transfer alone in the call's.  The pages read count as the bets'. */
+uint32_t fs_ra_adaptive_nb_cut(struct fs_ra_call *c, uint64_t xs, uint32_t keep)
+{
+    uint64_t last = c->last - 1, pblk = fs_ra_pblk(c, last);
+    uint32_t n = 0;
+    if (pblk == 0 || (fs_ra_probe(c, last) & UBJ_RA_CACHED) || xs != c->last)
+        return 0;
+    while (n < keep && !(fs_ra_probe(c, xs + n) & UBJ_RA_CACHED) &&
+           fs_ra_pblk(c, xs + n) == pblk + 1 + n)
+        n++;
+    c->s->nb_iss += n;
+    return n;
+}
+
 /* fs_ra_adaptive_len -- how many of the `x` pages a window asks for beyond
  * the call adaptive reads (A2).  With a declared cost: none ever when the
  * device has no per-request term worth a block anywhere (raw NAND:
@@ -192,7 +304,12 @@ static uint32_t ra_measured_len(struct fs_ra_call *c, uint32_t x, bool ahead)
  * the stream read its window up to there).  Asynchronous windows are read
  * as any other.  Without a declared cost, the measured one
  * (ra_measured_len).  Without a model (nothing to measure on): all x,
- * linux's windows. */
+ * linux's windows.  A bet on a small random read's neighbours (c->bet):
+ * ra_nb_len; the engine's context window at such a jump (history cached
+ * below the miss: pages earlier jumps read, or a stream's trace) is a bet
+ * as well once the stream has made one: u at most the bets' measured use
+ * (ra_nb_p) -- on a random stream linux's context windows are wasted,
+ * and no window of its ring is folded in time to tell. */
 uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
 {
     struct ubj_model_rcost far, k;
@@ -204,6 +321,8 @@ uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
         c->fs->ra_gated++;
         return 0;   /* no per-request cost: never pays */
     }
+    if (c->bet && !ahead)
+        return ra_nb_len(c, x, &far);   /* a bet on the neighbours */
     uint64_t gap = ra_gap(c);
     double u = c->s->p_used, r = (double)(c->last - c->first);
     bool first = c->s->ra.prev_pos < 0 && c->last - c->first > 1;
@@ -214,6 +333,8 @@ uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
                   (gap == c->s->gap_prev || (double)gap <= 4 * r);
     if (stride)
         u = fmin(u, r / (r + (double)gap));
+    else if (c->jump && !ahead && c->s->nb_iss > 0)   /* a context window at */
+        u = fmin(u, ra_nb_p(c->s));                    /* a jump: a bet too */
     else if (ahead)
         u = fmax(u, RA_CAP_USE);
     if (ra_cost(c, gap, &k) < 0)
@@ -431,6 +552,11 @@ void fs_ra_adaptive_step(struct fs_ra_call *c, uint64_t page)
         ra_cap(c);
         c->s->gap_prev = c->s->gap_cur;
         c->s->gap_cur = ra_gap(c);
+        c->jump = ra_jump(c);
+        for (uint64_t p = page; c->jump && p < c->last; p++) {
+            unsigned b = fs_ra_probe(c, p);   /* read ahead, never got: a */
+            c->s->nb_used += (b & UBJ_RA_CACHED) && (b & UBJ_RA_UNUSED);   /* bet paid */
+        }
     }
     ra_window_use(c->s, page);
 }

@@ -225,8 +225,11 @@ static int ra_read(struct fs_ra_call *c, uint64_t start, uint64_t n, uint64_t ma
  * fs_ra_adaptive_len allows (the marker only with them), and a small
  * file's rest with a window kept whole (fs_ra_adaptive_tail), cut where the
  * file's layout makes further requests that do not pay
- * (fs_ra_adaptive_layout; raadapt.c).  A read of the call's pages alone
- * is timed as the stream's miss (fs_ra_adaptive_miss). */
+ * (fs_ra_adaptive_layout; raadapt.c).  A bet on a small random read's
+ * neighbours (offered by ra_neighbours) is read only as far as the
+ * call's request reaches (fs_ra_adaptive_nb_cut), with no marker and not
+ * as a window of the stream's.  A read of the call's pages alone is timed
+ * as the stream's miss (fs_ra_adaptive_miss). */
 static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
 {
     struct fs_ra_call *c = ctx;
@@ -236,13 +239,20 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
     uint64_t end = start + n, xs = start > c->last ? start : c->last;
     uint32_t x = end > xs ? (uint32_t)(end - xs) : 0;
     uint32_t keep = x ? fs_ra_adaptive_len(c, x, start >= c->last) : 0;
-    if (x > 0)
-        keep = fs_ra_adaptive_tail(c, xs, keep);   /* a small file's rest */
-    if (keep > 0)   /* each further request the layout takes must pay */
-        keep = fs_ra_adaptive_layout(c, xs, keep, start <= c->last);
+    bool bet = c->bet && start < c->last;   /* a bet on the neighbours */
+    c->bet = false;
+    if (bet) {   /* in the call's request only; no marker: no stream */
+        keep = keep > 0 ? fs_ra_adaptive_nb_cut(c, xs, keep) : 0;
+        marker = FS_RA_NO_MARKER;
+    } else {
+        if (x > 0)
+            keep = fs_ra_adaptive_tail(c, xs, keep);   /* a small file's rest */
+        if (keep > 0)   /* each further request the layout takes must pay */
+            keep = fs_ra_adaptive_layout(c, xs, keep, start <= c->last);
+    }
     if (keep == 0 || marker >= xs + keep)
         marker = keep == 0 ? FS_RA_NO_MARKER : marker;
-    if (keep > 0)
+    if (keep > 0 && !bet)
         fs_ra_window_note(c, xs, keep);
     c->miss = keep == 0;   /* the call's pages alone: a miss, timed */
     if (start <= c->last)   /* the window continues the call: one range */
@@ -252,9 +262,18 @@ static int ra_submit(void *ctx, uint64_t start, uint32_t n, uint64_t marker)
            ? ra_read(c, xs, keep, marker, !(c->fs->flags & UBJ_MOUNT_RA_SYNC)) : rc;
 }
 
+/* ra_neighbours -- fs_ra_ops.neighbours: adaptive's bet on a small random
+ * read's neighbours (fs_ra_adaptive_neighbours). */
+static uint32_t ra_neighbours(void *ctx, uint64_t index, uint64_t last)
+{
+    (void)index;
+    (void)last;
+    return fs_ra_adaptive_neighbours(ctx);
+}
+
 static const struct fs_ra_ops ra_ops = {
     .cached = ra_cached, .take_marker = ra_take_marker, .future = ra_future,
-    .submit = ra_submit,
+    .submit = ra_submit, .neighbours = ra_neighbours,
 };
 
 /* fs_ra_call_begin -- a read call of [off, end) bytes (end <= the size)

@@ -34,6 +34,7 @@
  *                async = 1                    (ra_ondemand: context)
  *   any state --small random miss-->
  *       unchanged; the call's pages [index, last) are read as they are
+ *       (FS_RA_ADAPTIVE: with the neighbours ops->neighbours offers)
  *                                             (ra_ondemand: standalone)
  *   INITIAL / CONTEXT / RESUMED --the window starts at index and is all
  *               ahead (size == async)-->
@@ -207,8 +208,11 @@ static int ra_ondemand(struct fs_ra_state *ra, enum fs_ra_policy pol,
         goto readit;
     }
 
-    /* standalone, small random read: as is, the state untouched */
-    return ra_clip_submit(ops, ctx, index, req, 0, npages);
+    /* standalone, small random read: as is, the state untouched (adaptive
+     * may offer its neighbours with it: ops->neighbours) */
+    uint32_t nb = pol == FS_RA_ADAPTIVE && ops->neighbours != NULL
+                  ? ops->neighbours(ctx, index, index + req) : 0;
+    return ra_clip_submit(ops, ctx, index, req + nb, 0, npages);
 
 initial:
     ra->start = index;

@@ -71,6 +71,11 @@ struct fs_ra_state {
  *                            on page `marker` if this read brings it in
  *                            (FS_RA_NO_MARKER: none).  Returns 0 or a
  *                            negative errno, which fs_ra_page passes on.
+ *   neighbours(ctx, index, last)  FS_RA_ADAPTIVE only (NULL, or 0, for the
+ *                            others: Linux reads a small random read as it
+ *                            is): pages after the call [index, last) of a
+ *                            small random read to offer submit with it, a
+ *                            bet that a later read asks for them
  */
 struct fs_ra_ops {
     int (*cached)(void *ctx, uint64_t page);
@@ -78,6 +83,7 @@ struct fs_ra_ops {
                                                  read will ask for the page */
     int (*take_marker)(void *ctx, uint64_t page);
     int (*submit)(void *ctx, uint64_t start, uint32_t n, uint64_t marker);
+    uint32_t (*neighbours)(void *ctx, uint64_t index, uint64_t last);
 };
 
 /*

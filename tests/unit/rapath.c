@@ -534,6 +534,59 @@ static void test_adaptive_layout(void **state)
 #endif
 }
 
+/* ra_nb_case -- a 1024-page file on kind:prof under adaptive, 4 KiB reads
+ * of the `n` pages in `pages` by inode number; blocks the device read
+ * (*reads: its requests). */
+static uint64_t ra_nb_case(struct tfs *t, const char *kind, const char *prof,
+                           const uint64_t *pages, size_t n, uint64_t *reads)
+{
+    ubj_ino_t ino = ra_on_model(t, kind, prof, "adaptive", 1024);
+    for (size_t i = 0; i < n; i++)
+        ra_read_pages(t, ino, pages[i], pages[i] + 1);
+    struct ubj_bdev_stats ds;
+    ubj_bdev_stats_get(t->dev, &ds);
+    *reads = ds.reads;
+    fprintf(stderr, "  %s:%s, %zu jumps: %llu reads, %llu blocks\n", kind, prof, n,
+            (unsigned long long)ds.reads, (unsigned long long)(ds.bytes_read / UBJ_BS));
+    ra_drop_model(t);
+    return ds.bytes_read / UBJ_BS;
+}
+
+/* test_adaptive_neighbours -- adaptive's bets on a small random read's
+ * neighbours (raadapt.c, ra_nb_len).  On hdd:modern7200 (a far request
+ * costs milliseconds, a block 29 us): reads of pages 900, 100, 600, 300
+ * and then 101, 601, 301 -- every call a jump -- bet on the page after
+ * each jump from the second on (the first call has no past), at the prior
+ * use of 1/4 and then 1/5, 1/6 (no bet used yet): 4 requests of 7 blocks,
+ * and the last three reads are hits (linux, and adaptive before the
+ * bets: 7 requests).  On ssd:sata (b / (a + b) = 0.076) 64 jumps over
+ * even pages, whose neighbours are never read: the bets' measured use
+ * falls below the break-even after a few unused pages and the stream
+ * stops betting -- at most 12 blocks beyond the 64 read; the broken
+ * variant ra-nb-u (the bets priced by the stream's window use u, which
+ * stays 1 on a stream with no window: the throw-away variant of
+ * docs/READAHEAD.md, which made SQLite point queries 1.19x slower) bets
+ * at every jump: 40 or more. */
+static void test_adaptive_neighbours(void **state)
+{
+    struct tfs *t = TFS(state);
+    static const uint64_t later[] = { 900, 100, 600, 300, 101, 601, 301 };
+    uint64_t reads, even[64];
+    assert_int_equal(ra_nb_case(t, "hdd", "modern7200", later, 7, &reads), 7);
+    assert_int_equal(reads, 4);
+    for (size_t i = 0; i < 64; i++)
+        even[i] = (i * 778) % 1024;   /* each 778 on or 246 back: a jump */
+    even[0] = 2;   /* page 0 would start a window */
+    uint64_t blocks = ra_nb_case(t, "ssd", "sata", even, 64, &reads);
+    assert_true(blocks >= 64 && blocks <= 64 + 12);
+#if UBJ_TEST_HOOKS
+    fs_ra_test_break_nbu(true);
+    uint64_t broken = ra_nb_case(t, "ssd", "sata", even, 64, &reads);
+    fs_ra_test_break_nbu(false);
+    assert_true(broken >= 64 + 40);
+#endif
+}
+
 /* test_read_cost -- ubj_model_read_cost: the profiles' figures (ssd:emmc
  * 74.5 us + 16.4 us a block; nand:slc no per-request term, 323 us a
  * block; hdd:modern7200 with its read-ahead off: a sequential follow-on
@@ -800,6 +853,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_adaptive_cache_share, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_broken_nocost, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_adaptive_layout, tfs_setup, tfs_teardown),
+        cmocka_unit_test_setup_teardown(test_adaptive_neighbours, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_read_cost, tfs_setup, tfs_teardown),
         cmocka_unit_test_setup_teardown(test_drop_caches, tfs_setup, tfs_teardown),
         cmocka_unit_test(test_never_evicts),
