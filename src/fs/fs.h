@@ -102,8 +102,11 @@ struct fs_ra_stream {
     uint32_t n_miss;
     /* adaptive: its bets on a small random read's neighbours (raadapt.c,
      * apart from its windows' use): pages read, pages of them a later jump
-     * got, and the next bet's pages (0: 1) */
+     * got, and the next bet's pages (0: 1); the bets' exposure (page-calls:
+     * each call adds the pages bet and not yet got) and the stream's calls */
     uint32_t nb_iss, nb_used, nb_k;
+    double nb_expo;
+    uint32_t n_calls;
 };
 /* The device's read cost as the adaptive policy measures it: a least-
  * squares fit of T = a + b k over read-ahead requests of k blocks. */
@@ -281,6 +284,11 @@ uint32_t fs_ra_adaptive_nb_cut(struct fs_ra_call *c, uint64_t xs, uint32_t keep)
  * window use u, as sequential windows, instead of the neighbours' own
  * measured use. */
 void fs_ra_test_break_nbu(bool nb_u);
+/* fs_ra_test_break_nblag -- test builds: the broken variant `ra-nb-lag`:
+ * a neighbour bet's use estimated as before the censoring-aware one,
+ * (used + 1) / (pages bet + 4): a page bet and not yet got counts as
+ * unused. */
+void fs_ra_test_break_nblag(bool nb_lag);
 /* fs_ra_test_break_nocost -- test builds: the broken variant `ra-no-cost`:
  * adaptive never asks the device for its declared cost and measures it
  * instead, exploring (as before the cost query existed). */

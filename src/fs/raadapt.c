@@ -24,10 +24,12 @@
  *    at the stream's measured miss cost, fs_ra_adaptive_miss);
  *  - the bets on a small random read's neighbours (fs_ra_adaptive_neighbours,
  *    ra_nb_len, fs_ra_adaptive_nb_cut): at a jump the engine reads as it
- *    is, the pages after the call, priced by the gate with u the bets' own
- *    measured use (ra_nb_p, kept apart from the windows'), growing while
- *    the measure says they pay, and only as far as the call's request
- *    reads them (no request of its own).
+ *    is, the pages after the call, priced by the gate with u the
+ *    probability that a later read asks for one (ra_nb_p: a per-call
+ *    hazard measured on the bets, a bet not yet got pending, not unused,
+ *    over the calls still expected; kept apart from the windows'),
+ *    growing while the measure says they pay, and only as far as the
+ *    call's request reads them (no request of its own).
  *
  * docs/READAHEAD.md, "The oracle and the adaptive policy", has the rules, the state
  * diagram and the figures.  Everything here runs under the mount lock
@@ -40,8 +42,8 @@
  *     to the end of a file no larger than ra_want's window.
  *  A3 s->ra.ra_pages is the advice's window (fs_ra_stream_advise) or a
  *     power of two up to UBJ_CACHE_RUN_MAX above it (ra_cap).
- *  A4 0 < ra_nb_p(s) <= 1, and a bet reads at most s->nb_k <= the stream's
- *     window pages, all in the request of the call's own last page.
+ *  A4 0 < ra_nb_p(c, false) <= 1, and a bet reads at most s->nb_k <= the
+ *     stream's window pages, all in the request of the call's own last page.
  */
 #include <errno.h>
 #include <math.h>
@@ -62,16 +64,21 @@
 #define RA_CAP_USE 0.9       /* ... while the stream uses this much */
 #define RA_CAP_FOLDS 1u      /* ... of at least this many windows */
 #define RA_NB_PRIOR 0.25     /* a neighbour bet's use before any is
-                                measured: one page in four ... */
-#define RA_NB_PRIOR_N 4.0    /* ... worth this many measured pages (a
-                                stream whose first 11 neighbours go unused
-                                is at 1/15: no bet where b / (a + b) is
-                                above 0.07, the SSDs) */
+                                measured: one page in four (ra_nb_horizon:
+                                the least horizon gives it at the stream's
+                                density) */
 
 #if UBJ_TEST_HOOKS
 static bool ra_break_nocost;   /* the broken variant ra-no-cost */
 static bool ra_break_nolayout; /* the broken variant ra-no-layout */
 static bool ra_break_nbu;      /* the broken variant ra-nb-u */
+static bool ra_break_nblag;    /* the broken variant ra-nb-lag */
+
+/* fs_ra_test_break_nblag -- see fs.h. */
+void fs_ra_test_break_nblag(bool nb_lag)
+{
+    ra_break_nblag = nb_lag;
+}
 
 /* fs_ra_test_break_nbu -- see fs.h. */
 void fs_ra_test_break_nbu(bool nb_u)
@@ -211,16 +218,50 @@ static bool ra_jump(const struct fs_ra_call *c)
            c->last - c->first <= c->s->ra.ra_pages && ra_gap(c) == UBJ_MODEL_GAP_FAR;
 }
 
-/* ra_nb_p -- the probability that a later read asks for a neighbour the
- * stream bet on: its bets' own measured use, (used + prior) / (read +
- * prior's weight), A4; used: pages of a jump's call found read ahead and
- * never got (fs_ra_adaptive_step), each page counted.  A neighbour is
- * often got long after it was read (a random stream's), so the measure
- * lags behind: cautious. */
-static double ra_nb_p(const struct fs_ra_stream *s)
+/* ra_nb_horizon -- the calls a bet page is still expected to be asked
+ * for in, for a per-call hazard h0 (the stream's density: r pages of the
+ * file's npages a call): as many calls as the stream has made (the Lindy
+ * estimate), but at least the horizon at which the prior gives
+ * RA_NB_PRIOR, and at most the calls a page survives in the cache (its
+ * buffers over the pages a call brings in: r and the bet). */
+static double ra_nb_horizon(const struct fs_ra_call *c, double h0)
 {
-    double p = (s->nb_used + RA_NB_PRIOR * RA_NB_PRIOR_N) / (s->nb_iss + RA_NB_PRIOR_N);
-    return p < 1 ? p : 1;
+    const struct fs_ra_stream *s = c->s;
+    double r = (double)(c->last - c->first), k = s->nb_k > 0 ? s->nb_k : 1;
+    double r0 = log1p(-RA_NB_PRIOR) / log1p(-h0);
+    double life = (double)ubj_cache_nbufs(c->fs->cache) / (r + k);
+    double rr = s->n_calls > r0 ? s->n_calls : r0;
+    return rr < life ? rr : life;
+}
+
+/* ra_nb_p -- the probability that a later read asks for a neighbour the
+ * stream bet on, A4: 1 - (1 - h)^R, with h the per-call hazard that a
+ * given page not yet got is asked for, and R the calls still expected
+ * (ra_nb_horizon).  h is measured on the bets, censoring-aware: (pages
+ * got + 1) / (exposure + 1 / h0) -- a bet page not yet got is pending,
+ * not a failure: it adds a call of exposure at each call of the stream,
+ * and a page evicted unused goes on adding (a failure); the prior is one
+ * use in 1 / h0 page-calls, h0 the stream's density (r / npages).  The
+ * earlier estimate, (used + prior) / (pages bet + prior's weight), counted
+ * a page bet and not yet got as unused: a random stream's neighbour is got
+ * long after it is bet on, and its bets stopped for good (ssd:sata: 10
+ * pages).  `measured`: without the prior (0 before any page is got). */
+static double ra_nb_p(const struct fs_ra_call *c, bool measured)
+{
+    const struct fs_ra_stream *s = c->s;
+    double r = (double)(c->last - c->first), n = c->npages > 0 ? (double)c->npages : 1;
+    double h0 = r < n ? r / n : 0.5;
+#if UBJ_TEST_HOOKS
+    if (ra_break_nblag)   /* broken variant ra-nb-lag: pending is unused */
+        return measured ? (s->nb_iss > 0 ? (double)s->nb_used / s->nb_iss : 0)
+                        : fmin(1, (s->nb_used + 1.0) / (s->nb_iss + 4.0));
+#endif
+    double h = measured ? (s->nb_expo > 0 ? s->nb_used / s->nb_expo : 0)
+                        : (s->nb_used + 1.0) / (s->nb_expo + 1.0 / h0);
+    if (h >= 1)
+        return 1;
+    double p = -expm1(ra_nb_horizon(c, h0) * log1p(-h));
+    return p > 0 || measured ? p : 1e-9;
 }
 
 /* fs_ra_adaptive_neighbours -- a small random read's miss (the engine's
@@ -241,16 +282,16 @@ uint32_t fs_ra_adaptive_neighbours(struct fs_ra_call *c)
 }
 
 /* ra_nb_len -- the gate for a neighbour bet: ra_gate's test with u the
- * bets' measured use (A4) and a the far request a later read of a
- * neighbour would make, without its probe (a bet's use is measured late:
- * the estimate rises again as earlier bets are got).  The next
- * bet doubles when the whole window paid (up to the window's cap: a
+ * probability that a later read asks for a neighbour (ra_nb_p, A4) and a
+ * the far request that read would make, without its probe (no bet is
+ * refused for good: the estimate rises again as earlier bets are got).
+ * The next bet doubles when the whole window paid on the measure alone (up to the window's cap: a
  * used neighbour saves a request, a wasted one costs its transfer, per
  * page alike), halves when half did, is one page when none did. */
 static uint32_t ra_nb_len(struct fs_ra_call *c, uint32_t x, const struct ubj_model_rcost *far)
 {
     struct fs_ra_stream *s = c->s;
-    double p = ra_nb_p(s);
+    double p = ra_nb_p(c, false);
 #if UBJ_TEST_HOOKS
     if (ra_break_nbu)
         p = s->p_used;   /* broken variant ra-nb-u: the windows' use */
@@ -261,7 +302,7 @@ static uint32_t ra_nb_len(struct fs_ra_call *c, uint32_t x, const struct ubj_mod
     double gain = p * far->a_ns / r, loss = (1 - p) * b;
     uint32_t keep = gain > 2 * loss ? x : gain > loss ? (x / 2 > 0 ? x / 2 : 1) : 0;
     uint32_t k = s->nb_k > 0 ? s->nb_k : 1;
-    double pm = s->nb_iss > 0 ? (double)s->nb_used / s->nb_iss : 0;
+    double pm = ra_nb_p(c, true);
     if (keep == x && keep > 0 && pm * far->a_ns / r > 2 * (1 - pm) * b)   /* measured */
         s->nb_k = 2 * k < s->ra.ra_pages ? 2 * k : s->ra.ra_pages;
     else if (keep == x && keep > 0)
@@ -334,7 +375,7 @@ uint32_t fs_ra_adaptive_len(struct fs_ra_call *c, uint32_t x, bool ahead)
     if (stride)
         u = fmin(u, r / (r + (double)gap));
     else if (c->jump && !ahead && c->s->nb_iss > 0)   /* a context window at */
-        u = fmin(u, ra_nb_p(c->s));                    /* a jump: a bet too */
+        u = fmin(u, ra_nb_p(c, false));                    /* a jump: a bet too */
     else if (ahead)
         u = fmax(u, RA_CAP_USE);
     if (ra_cost(c, gap, &k) < 0)
@@ -549,6 +590,9 @@ uint32_t fs_ra_adaptive_tail(struct fs_ra_call *c, uint64_t xs, uint32_t keep)
 void fs_ra_adaptive_step(struct fs_ra_call *c, uint64_t page)
 {
     if (page == c->first) {
+        c->s->n_calls++;
+        if (c->s->nb_iss > c->s->nb_used)   /* the bets pending */
+            c->s->nb_expo += c->s->nb_iss - c->s->nb_used;
         ra_cap(c);
         c->s->gap_prev = c->s->gap_cur;
         c->s->gap_cur = ra_gap(c);

@@ -553,37 +553,52 @@ static uint64_t ra_nb_case(struct tfs *t, const char *kind, const char *prof,
 }
 
 /* test_adaptive_neighbours -- adaptive's bets on a small random read's
- * neighbours (raadapt.c, ra_nb_len).  On hdd:modern7200 (a far request
- * costs milliseconds, a block 29 us): reads of pages 900, 100, 600, 300
- * and then 101, 601, 301 -- every call a jump -- bet on the page after
- * each jump from the second on (the first call has no past), at the prior
- * use of 1/4 and then 1/5, 1/6 (no bet used yet): 4 requests of 7 blocks,
- * and the last three reads are hits (linux, and adaptive before the
- * bets: 7 requests).  On ssd:sata (b / (a + b) = 0.076) 64 jumps over
- * even pages, whose neighbours are never read: the bets' measured use
- * falls below the break-even after a few unused pages and the stream
- * stops betting -- at most 12 blocks beyond the 64 read; the broken
- * variant ra-nb-u (the bets priced by the stream's window use u, which
- * stays 1 on a stream with no window: the throw-away variant of
- * docs/READAHEAD.md, which made SQLite point queries 1.19x slower) bets
- * at every jump: 40 or more. */
+ * neighbours (raadapt.c, ra_nb_len, ra_nb_p).  On hdd:modern7200 (a far
+ * request costs milliseconds, a block 29 us): reads of pages 900, 100,
+ * 600, 300 and then 101, 601, 301 -- every call a jump -- bet on the page
+ * after each jump from the second on (the first call has no past), at the
+ * prior use of 1/4: 4 requests of 7 blocks, and the last three reads are
+ * hits (linux, and adaptive before the bets: 7 requests).  On ssd:sata (b
+ * / (a + b) = 0.076) 64 jumps over even pages and then their 64 odd
+ * neighbours, in the same order: each bet is got 63 calls after it was
+ * read; the censoring-aware estimate counts a bet not yet got as pending
+ * and bets at every jump -- 64 requests, the odd reads all hits -- where
+ * the broken variant ra-nb-lag (a bet not yet got counted unused, the
+ * estimate before it) stops after 10 pages: 100 or more (65 against 118).
+ * 256 jumps over even pages whose neighbours are never read: the exposure
+ * of the unused bets brings the estimate below the break-even and the
+ * stream stops betting -- at most 100 blocks beyond the 256 (74); the
+ * broken variant ra-nb-u (the bets priced by the stream's window use u,
+ * which stays 1 on a stream with no window: the throw-away variant of
+ * docs/READAHEAD.md, which made SQLite point queries 1.19x slower) bets at
+ * every jump: 200 or more. */
 static void test_adaptive_neighbours(void **state)
 {
     struct tfs *t = TFS(state);
     static const uint64_t later[] = { 900, 100, 600, 300, 101, 601, 301 };
-    uint64_t reads, even[64];
+    uint64_t reads, even[256], late[128];
     assert_int_equal(ra_nb_case(t, "hdd", "modern7200", later, 7, &reads), 7);
     assert_int_equal(reads, 4);
-    for (size_t i = 0; i < 64; i++)
+    for (size_t i = 0; i < 256; i++)
         even[i] = (i * 778) % 1024;   /* each 778 on or 246 back: a jump */
     even[0] = 2;   /* page 0 would start a window */
-    uint64_t blocks = ra_nb_case(t, "ssd", "sata", even, 64, &reads);
-    assert_true(blocks >= 64 && blocks <= 64 + 12);
+    for (size_t i = 0; i < 64; i++) {
+        late[i] = even[i];
+        late[64 + i] = even[i] + 1;   /* the neighbour, 63 calls later */
+    }
+    ra_nb_case(t, "ssd", "sata", late, 128, &reads);
+    assert_true(reads <= 66);
+    uint64_t blocks = ra_nb_case(t, "ssd", "sata", even, 256, &reads);
+    assert_true(blocks >= 256 && blocks <= 256 + 100);
 #if UBJ_TEST_HOOKS
+    fs_ra_test_break_nblag(true);
+    ra_nb_case(t, "ssd", "sata", late, 128, &reads);
+    fs_ra_test_break_nblag(false);
+    assert_true(reads >= 100);
     fs_ra_test_break_nbu(true);
-    uint64_t broken = ra_nb_case(t, "ssd", "sata", even, 64, &reads);
+    uint64_t broken = ra_nb_case(t, "ssd", "sata", even, 256, &reads);
     fs_ra_test_break_nbu(false);
-    assert_true(broken >= 64 + 40);
+    assert_true(broken >= 256 + 200);
 #endif
 }
 
