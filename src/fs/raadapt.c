@@ -245,7 +245,11 @@ static double ra_nb_horizon(const struct fs_ra_call *c, double h0)
  * earlier estimate, (used + prior) / (pages bet + prior's weight), counted
  * a page bet and not yet got as unused: a random stream's neighbour is got
  * long after it is bet on, and its bets stopped for good (ssd:sata: 10
- * pages).  `measured`: without the prior (0 before any page is got). */
+ * pages).  `measured`: without the prior's use but with its exposure,
+ * used / (exposure + 1 / h0) -- the bet grows on evidence beyond the
+ * prior (0 before any page is got; with the exposure alone, one page got
+ * early over a few page-calls grew bets that SQLite's queries never read:
+ * point queries on hdd:modern7200 with its read-ahead off 1.043x). */
 static double ra_nb_p(const struct fs_ra_call *c, bool measured)
 {
     const struct fs_ra_stream *s = c->s;
@@ -256,7 +260,7 @@ static double ra_nb_p(const struct fs_ra_call *c, bool measured)
         return measured ? (s->nb_iss > 0 ? (double)s->nb_used / s->nb_iss : 0)
                         : fmin(1, (s->nb_used + 1.0) / (s->nb_iss + 4.0));
 #endif
-    double h = measured ? (s->nb_expo > 0 ? s->nb_used / s->nb_expo : 0)
+    double h = measured ? s->nb_used / (s->nb_expo + 1.0 / h0)
                         : (s->nb_used + 1.0) / (s->nb_expo + 1.0 / h0);
     if (h >= 1)
         return 1;
