@@ -29,6 +29,14 @@ test_skip_fact() {
   exit 77
 }
 
+# asan_build -- whether the tool is built with AddressSanitizer (CMake
+# option UBJ_SANITIZE: scripts/test's third pass).  A few long tests run a
+# smaller share of their work there, where a memory error is what they
+# look for and the gcc and clang passes run all of it; each says so.
+asan_build() {
+  grep -q __asan_init "${UBJ_TOOL:?}"
+}
+
 # test_hooks -- whether the tool is a test build (CMake option
 # UBJ_TEST_HOOKS: the deliberately broken variants, `crashtest --break`,
 # UBJ_FUSE_BREAK_INIT).  CTest passes the option as UBJ_TEST_HOOKS (ON or

@@ -10,11 +10,21 @@
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
 . "$(dirname "$0")/../common/lib.sh" crashstack
 q=queue:clook@hdd:hp_c2249a
-run 0 "$UBJ_TOOL" crashtest --quick --mode ubj --mode ordered --mode journal \
-  --mode writeback --stack "$q" --out "$tmp"
+# an ASan build explores one journal mode over each queue (mode ubj over
+# the queue runs in the broken variant's exploration below): the whole set
+# took 344-548 s there, the longest test of the CI; the gcc and clang
+# passes explore every mode
+m1="--mode ubj --mode ordered --mode journal --mode writeback"
+m2="--mode ordered --mode journal --mode writeback"
+if asan_build; then
+  m1="--mode ordered" m2="--mode journal"
+fi
+# shellcheck disable=SC2086  # $m1, $m2: options, split on purpose
+run 0 "$UBJ_TOOL" crashtest --quick $m1 --stack "$q" --out "$tmp"
 grep -q "^total: .* no failure" "$tmp/out" || fail "clook stack: $(tail -3 "$tmp/out")"
-run 0 "$UBJ_TOOL" crashtest --quick --persist write-through --mode ordered --mode journal \
-  --mode writeback --stack queue:sptf@hdd:hp_c2249a --out "$tmp"
+# shellcheck disable=SC2086
+run 0 "$UBJ_TOOL" crashtest --quick --persist write-through $m2 \
+  --stack queue:sptf@hdd:hp_c2249a --out "$tmp"
 grep -q "^total: .* no failure" "$tmp/out" || fail "sptf write-through: $(tail -3 "$tmp/out")"
 ls "$tmp"/crash-*.wl >/dev/null 2>&1 && fail "reproducers written: $(ls "$tmp")"
 run 1 "$UBJ_TOOL" crashtest --quick --stack bogus:layer --mode none --out "$tmp"

@@ -64,7 +64,7 @@ python3 "$scmp" "$big" "$tmp/out" || fail "cat > file: contents differ"
 # only; the gcc and clang passes keep the 4 TiB check against fd8c42e's
 # per-block reads (135 s without ASan)
 dn_limit=10 dn_file=big dn_what="4 TiB"
-if grep -q __asan_init "$UBJ_TOOL"; then
+if asan_build; then
   dn_limit=90 dn_file=big64 dn_what="64 GiB (ASan build)"
   truncate -s 64G "$tmp/big64"
   printf end | dd of="$tmp/big64" bs=1 seek=$(((64 << 30) - 3)) conv=notrunc status=none
