@@ -126,7 +126,7 @@ one_line "is a directory"
 
 # --- mount -o bogus: one line --------------------------------------------------------
 mkdir "$tmp/mnt"
-run 1 "$U" mount -o bogus "$img" "$tmp/mnt"
+run 2 "$U" mount -o bogus "$img" "$tmp/mnt"   # a usage error (exit 2)
 one_line "^ubjfs mount: bad mount options: unknown option.*bogus"
 
 [ "$fails" -eq 0 ] || exit 1
