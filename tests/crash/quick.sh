@@ -8,7 +8,15 @@
 # write-through persistence model in the journal modes and sync.
 # Run by CTest with bash; UBJ_TOOL = the ubjfs binary.  Exit 0 pass, 77 skip.
 . "$(dirname "$0")/../common/lib.sh" crashquick
-run 0 "$UBJ_TOOL" crashtest --quick --mode ubj --mode ordered --mode journal --mode writeback \
+# an ASan build explores writeback under the write-through model only (its
+# recovery is ordered's; 41 s of the 346 this test took there, the
+# longest of the ASan pass); the gcc and clang passes explore it under both
+wb="--mode writeback"
+if asan_build; then
+  wb=""
+fi
+# shellcheck disable=SC2086  # $wb: an option, split on purpose
+run 0 "$UBJ_TOOL" crashtest --quick --mode ubj --mode ordered --mode journal $wb \
   --mode sync --out "$tmp"
 cat "$tmp/out"
 states=$(sed -n 's/^total: \([0-9]*\) states.*/\1/p' "$tmp/out")
